@@ -1,0 +1,62 @@
+"""Citation-backed question answering over scientific paper abstracts.
+
+    from assistant import Assistant, ask, search
+    hits = search("How do normalizer-free networks train without batch norm?")
+
+The module-level functions use a default `Assistant` configured from the environment.
+"""
+
+from __future__ import annotations
+
+from assistant import offline
+
+offline.apply()
+
+from assistant.api import Assistant, QuestionError  # noqa: E402
+from assistant.settings import Settings  # noqa: E402
+from assistant.types import (  # noqa: E402
+    Abstract,
+    Answer,
+    Chunk,
+    Citation,
+    Hit,
+    IngestReport,
+    Rejected,
+)
+
+_default: Assistant | None = None
+
+
+def default_assistant() -> Assistant:
+    """The shared `Assistant` behind the module-level functions (created on first use)."""
+    global _default
+    if _default is None:
+        _default = Assistant()
+    return _default
+
+
+def search(question: str, k: int = 10) -> list[Hit]:
+    """Search the default index; see `Assistant.search`."""
+    return default_assistant().search(question, k)
+
+
+def ask(question: str) -> Answer:
+    """Answer with the default assistant; see `Assistant.ask`."""
+    return default_assistant().ask(question)
+
+
+__all__ = [
+    "Abstract",
+    "Answer",
+    "Assistant",
+    "Chunk",
+    "Citation",
+    "Hit",
+    "IngestReport",
+    "QuestionError",
+    "Rejected",
+    "Settings",
+    "ask",
+    "default_assistant",
+    "search",
+]

@@ -1,0 +1,50 @@
+"""The "Daily Papers" text format: a header line, then one abstract per paragraph.
+
+Paragraph 0 is the header when it is a single short line; abstracts are numbered from 1,
+matching the ``para`` index of the evaluation files. Records carry no title or id, so
+ids are content hashes and titles are derived from the text.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from assistant.corpus.base import LoadResult, read_text
+from assistant.corpus.records import to_abstract
+from assistant.types import Rejected
+
+suffixes = (".txt", ".md")
+_BLANK_LINES = re.compile(r"\n[ \t]*\n")
+HEADER_MAX_CHARS = 80
+
+
+def paragraphs(text: str) -> list[tuple[int, str]]:
+    """Split text into (starting line number, paragraph) pairs, blank lines between."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    result, line, position = [], 1, 0
+    for match in [*_BLANK_LINES.finditer(text), None]:
+        end = match.start() if match else len(text)
+        chunk = text[position:end]
+        stripped = chunk.strip("\n")
+        if stripped.strip():
+            leading = len(chunk) - len(chunk.lstrip("\n"))
+            result.append((line + text.count("\n", position, position + leading), stripped))
+        if match:
+            line += text.count("\n", position, match.end())
+            position = match.end()
+    return result
+
+
+def load(path: Path) -> LoadResult:
+    """Yield the abstracts of a Daily Papers file (header paragraph skipped)."""
+    source = str(path)
+    paras = paragraphs(read_text(path))
+    if paras and "\n" not in paras[0][1] and len(paras[0][1]) <= HEADER_MAX_CHARS:
+        paras = paras[1:]
+    for index, (line, para) in enumerate(paras, start=1):
+        result = to_abstract({"abstract": para, "para": index}, source, line)
+        if isinstance(result, Rejected):
+            yield Rejected(source, line, f"paragraph {index}: {result.reason}")
+        else:
+            yield result

@@ -1,0 +1,118 @@
+"""Map a record with common field names (JSON, CSV, BibTeX) onto an `Abstract`.
+
+Recognised without options: generic records (title, abstract|text|summary, id, authors,
+year|date, url|doi), the arXiv metadata snapshot (id, authors, versions, update_date,
+categories) and BEIR ``corpus.jsonl`` (``_id``, ``title``, ``text``, ``metadata``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from assistant.corpus.display import content_id, derive_title, find_link, normalize_text
+from assistant.types import Abstract, Rejected
+
+TEXT_FIELDS = ("abstract", "text", "summary")
+ID_FIELDS = ("_id", "id", "paper_id", "arxiv_id", "doc_id", "key")
+DATE_FIELDS = ("year", "date", "published", "publication_date", "update_date", "created")
+URL_FIELDS = ("url", "link", "pdf_url", "html_url")
+AUTHOR_FIELDS = ("authors", "author")
+MIN_ABSTRACT_CHARS = 40
+
+_YEAR = re.compile(r"\b(1[89]\d\d|20\d\d)\b")
+_ARXIV_ID = re.compile(r"^(\d{4}\.\d{4,5}|[a-z\-]+(\.[A-Z]{2})?/\d{7})(v\d+)?$")
+_KNOWN = set(TEXT_FIELDS + ID_FIELDS + DATE_FIELDS + URL_FIELDS + AUTHOR_FIELDS) | {
+    "title",
+    "doi",
+    "versions",
+    "authors_parsed",
+    "metadata",
+}
+
+
+def _first(record: Mapping[str, Any], names: tuple[str, ...]) -> Any:
+    for name in names:
+        value = record.get(name)
+        if value not in (None, "", [], {}):
+            return value
+    return None
+
+
+def _authors(value: Any, bibtex: bool) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        parts = re.split(r"\s+and\s+" if bibtex else r",\s*|\s+and\s+", value)
+    else:
+        parts = [a.get("name", "") if isinstance(a, Mapping) else str(a) for a in value]
+    return tuple(normalize_text(p) for p in parts if p and p.strip())
+
+
+def _year(record: Mapping[str, Any]) -> int | None:
+    versions = record.get("versions")
+    if isinstance(versions, list) and versions and isinstance(versions[0], Mapping):
+        candidates: list[Any] = [versions[0].get("created")]
+    else:
+        candidates = []
+    candidates += [record.get(name) for name in DATE_FIELDS]
+    for value in candidates:
+        if isinstance(value, int) and 1800 <= value <= 2100:
+            return value
+        match = _YEAR.search(str(value)) if value is not None else None
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def _url(record: Mapping[str, Any], record_id: str | None, text: str) -> str | None:
+    url = _first(record, URL_FIELDS)
+    if url:
+        return str(url)
+    doi = record.get("doi")
+    if doi:
+        return f"https://doi.org/{str(doi).removeprefix('https://doi.org/')}"
+    if record_id and _ARXIV_ID.match(record_id):
+        return f"https://arxiv.org/abs/{record_id}"
+    return find_link(text)
+
+
+def _extra(record: Mapping[str, Any]) -> dict[str, Any]:
+    extra = {k: v for k, v in record.items() if k.lower() not in _KNOWN and v not in (None, "")}
+    metadata = record.get("metadata")
+    if isinstance(metadata, Mapping):
+        extra.update(metadata)
+    return {k: v for k, v in extra.items() if isinstance(v, str | int | float | bool)}
+
+
+def to_abstract(
+    record: Any, source: str, line: int | None, bibtex: bool = False
+) -> Abstract | Rejected:
+    """Turn one loaded record into an `Abstract`, or a `Rejected` saying what is missing."""
+    if not isinstance(record, Mapping):
+        return Rejected(source, line, f"expected an object, got {type(record).__name__}")
+    lowered = {str(k).lower(): v for k, v in record.items()}
+    text = _first(lowered, TEXT_FIELDS)
+    if not isinstance(text, str) or len(normalize_text(text)) < MIN_ABSTRACT_CHARS:
+        return Rejected(
+            source,
+            line,
+            "no abstract text (expected a field abstract, text or summary "
+            f"of at least {MIN_ABSTRACT_CHARS} characters)",
+        )
+    text = normalize_text(text)
+    own_id = _first(lowered, ID_FIELDS)
+    record_id = str(own_id).strip() if own_id is not None else None
+    title = normalize_text(str(lowered.get("title") or ""))
+    return Abstract(
+        id=record_id or content_id(text),
+        text=text,
+        title=title or derive_title(text),
+        titled=bool(title),
+        source=source,
+        url=_url(lowered, record_id, text),
+        authors=_authors(_first(lowered, AUTHOR_FIELDS), bibtex),
+        year=_year(lowered),
+        extra=_extra(lowered),
+    )

@@ -1,0 +1,34 @@
+"""CSV and TSV files with a header row naming the fields."""
+
+from __future__ import annotations
+
+import csv
+import io
+from pathlib import Path
+
+from assistant.corpus.base import LoadResult, read_text
+from assistant.corpus.records import to_abstract
+from assistant.types import Rejected
+
+suffixes = (".csv", ".tsv")
+
+csv.field_size_limit(10_000_000)
+
+
+def load(path: Path) -> LoadResult:
+    """Yield one abstract per row; a row the csv module cannot parse is rejected alone."""
+    source = str(path)
+    delimiter = "\t" if path.suffix == ".tsv" else ","
+    reader = csv.DictReader(io.StringIO(read_text(path), newline=""), delimiter=delimiter)
+    while True:
+        try:
+            row = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as error:
+            yield Rejected(source, reader.line_num, f"malformed CSV row: {error}")
+            continue
+        if None in row:
+            yield Rejected(source, reader.line_num, "more values than header columns")
+            continue
+        yield to_abstract(row, source, reader.line_num)

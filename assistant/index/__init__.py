@@ -1,0 +1,1 @@
+"""The index: embedders, chunking, the Chroma store and crash-safe ingest."""

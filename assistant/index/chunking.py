@@ -1,0 +1,38 @@
+"""Token-aware chunking: llama-index's sentence splitter counting tiktoken tokens."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import tiktoken
+from llama_index.core.node_parser import SentenceSplitter
+
+from assistant.types import Abstract, Chunk
+
+ENCODING = "cl100k_base"
+
+
+@lru_cache(maxsize=8)
+def _splitter(chunk_size: int, chunk_overlap: int) -> SentenceSplitter:
+    encoding = tiktoken.get_encoding(ENCODING)
+    return SentenceSplitter(
+        chunk_size=chunk_size, chunk_overlap=chunk_overlap, tokenizer=encoding.encode
+    )
+
+
+def chunk(abstract: Abstract, chunk_size: int, chunk_overlap: int) -> list[Chunk]:
+    """Split an abstract into chunks of at most ``chunk_size`` cl100k tokens.
+
+    Chunk ids are ``<abstract id>#<n>``: deterministic, so re-ingesting an abstract
+    rewrites the same ids instead of adding new ones.
+    """
+    pieces = _splitter(chunk_size, chunk_overlap).split_text(abstract.text) or [abstract.text]
+    return [
+        Chunk(id=f"{abstract.id}#{n}", abstract_id=abstract.id, index=n, text=piece)
+        for n, piece in enumerate(pieces)
+    ]
+
+
+def embedding_text(abstract: Abstract, piece: Chunk) -> str:
+    """The text embedded for a chunk: a real title gives each chunk its paper's context."""
+    return f"{abstract.title}\n{piece.text}" if abstract.titled else piece.text

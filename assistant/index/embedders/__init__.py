@@ -1,0 +1,34 @@
+"""Embedding backends; `create` picks the one named in settings."""
+
+from __future__ import annotations
+
+from assistant.index.embedders.base import Embedder, EmbeddingError
+from assistant.settings import Settings
+
+
+def create(settings: Settings) -> Embedder:
+    """The embedder the settings ask for (no fallback to another model)."""
+    if settings.embed_backend == "onnx":
+        from assistant.index.embedders.onnx_minilm import MODEL_NAME, OnnxMiniLM
+
+        if settings.embed_model != MODEL_NAME:
+            raise EmbeddingError(
+                f"the onnx backend ships only {MODEL_NAME}, not {settings.embed_model!r}"
+            )
+        return OnnxMiniLM(
+            settings.embed_max_tokens, settings.embed_threads, settings.embed_batch_size
+        )
+    from assistant.index.embedders.openai_embedder import OpenAIEmbedder
+
+    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
+    return OpenAIEmbedder(
+        settings.embed_model,
+        settings.openai_base_url,
+        key,
+        settings.openai_timeout,
+        settings.openai_max_retries,
+        settings.embed_batch_size,
+    )
+
+
+__all__ = ["Embedder", "EmbeddingError", "create"]

@@ -1,0 +1,52 @@
+"""Embeddings from the OpenAI API or any OpenAI-compatible ``/embeddings`` endpoint."""
+
+from __future__ import annotations
+
+import numpy as np
+import openai
+
+from assistant.index.embedders.base import EmbeddingError
+
+
+class OpenAIEmbedder:
+    """Calls ``client.embeddings.create``; the dimension is learned from the first reply."""
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None,
+        api_key: str | None,
+        timeout: float,
+        max_retries: int,
+        batch_size: int = 64,
+    ) -> None:
+        self.client = openai.OpenAI(
+            base_url=base_url,
+            api_key=api_key or "not-needed",
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+        self.model = model
+        self.batch_size = batch_size
+        self.model_id = f"openai:{model}"
+        self.dimension = 0
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        """Embed texts in batches through the server; errors name the server and model."""
+        rows: list[list[float]] = []
+        for start in range(0, len(texts), self.batch_size):
+            try:
+                reply = self.client.embeddings.create(
+                    model=self.model, input=texts[start : start + self.batch_size]
+                )
+            except openai.APIError as error:
+                raise EmbeddingError(
+                    f"embedding server {self.client.base_url} failed for model "
+                    f"{self.model!r}: {error}"
+                ) from error
+            rows += [item.embedding for item in sorted(reply.data, key=lambda d: d.index)]
+        vectors = np.asarray(rows, dtype=np.float32).reshape(len(rows), -1)
+        if len(vectors):
+            self.dimension = vectors.shape[1]
+            vectors /= np.clip(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12, None)
+        return vectors

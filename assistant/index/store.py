@@ -1,0 +1,240 @@
+"""The Chroma store: chunk vectors (through llama-index's ChromaVectorStore) and a ledger
+of abstracts.
+
+Two collections per index:
+- ``<name>``: one record per chunk, vector + text + the abstract's id and filter fields;
+- ``<name>_abstracts``: one record per abstract (full text and metadata, vector = mean of
+  its chunks). Its ``status`` field is the commit marker that makes ingest crash-safe:
+  an abstract is written as ``pending`` before its chunks and flipped to ``done`` after.
+  `recover` deletes whatever a killed ingest left pending, chunks included.
+
+Embedded (``PersistentClient`` under data_dir) by default, or a Chroma server when host
+and port are set. Cosine distance is set explicitly (Chroma's default is L2).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+import chromadb
+import numpy as np
+from chromadb.config import Settings as ChromaSettings
+from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
+from llama_index.core.vector_stores.types import MetadataFilters, VectorStoreQuery
+from llama_index.vector_stores.chroma import ChromaVectorStore
+
+from assistant.settings import Settings
+from assistant.types import Abstract, Chunk
+
+PENDING, DONE = "pending", "done"
+_PAGE = 5000
+
+
+class StoreError(RuntimeError):
+    """The index cannot be used as configured (wrong embedder, unreachable server, ...)."""
+
+
+class EmbedderMismatchError(StoreError):
+    """The index was built with a different embedding model than the one configured."""
+
+
+def _client(settings: Settings) -> Any:
+    chroma_settings = ChromaSettings(anonymized_telemetry=False)
+    if settings.chroma_host:
+        try:
+            return chromadb.HttpClient(
+                host=settings.chroma_host, port=settings.chroma_port, settings=chroma_settings
+            )
+        except Exception as error:  # chromadb raises several types for "cannot connect"
+            raise StoreError(
+                f"cannot reach the Chroma server at {settings.chroma_host}:{settings.chroma_port}"
+                f" ({error}); start it with `chroma run --path DIR --host "
+                f"{settings.chroma_host} --port {settings.chroma_port}` or unset "
+                "ASSISTANT_CHROMA_HOST/PORT to use embedded Chroma"
+            ) from error
+    settings.chroma_dir.mkdir(parents=True, exist_ok=True)
+    return chromadb.PersistentClient(path=str(settings.chroma_dir), settings=chroma_settings)
+
+
+def _abstract_metadata(abstract: Abstract, status: str) -> dict[str, Any]:
+    metadata: dict[str, Any] = {
+        "title": abstract.title,
+        "titled": abstract.titled,
+        "source": abstract.source,
+        "authors": json.dumps(list(abstract.authors)),
+        "extra": json.dumps(abstract.extra),
+        "status": status,
+    }
+    if abstract.url:
+        metadata["url"] = abstract.url
+    if abstract.year is not None:
+        metadata["year"] = abstract.year
+    return metadata
+
+
+def _abstract_from(record_id: str, text: str, metadata: dict[str, Any]) -> Abstract:
+    return Abstract(
+        id=record_id,
+        text=text,
+        title=metadata["title"],
+        titled=bool(metadata["titled"]),
+        source=metadata["source"],
+        url=metadata.get("url"),
+        authors=tuple(json.loads(metadata["authors"])),
+        year=metadata.get("year"),
+        extra=json.loads(metadata["extra"]),
+    )
+
+
+class ChromaStore:
+    """Chunk vectors and the abstract ledger of one index."""
+
+    def __init__(self, settings: Settings, embedder_id: str) -> None:
+        self.settings = settings
+        self.embedder_id = embedder_id
+        self.client = _client(settings)
+        self._open()
+
+    def _open(self) -> None:
+        name = self.settings.collection
+        try:
+            self.chunks = self.client.get_or_create_collection(
+                name,
+                configuration={"hnsw": {"space": "cosine"}},
+                metadata={"embedder": self.embedder_id},
+                embedding_function=None,
+            )
+            self.abstracts = self.client.get_or_create_collection(
+                f"{name}_abstracts",
+                configuration={"hnsw": {"space": "cosine"}},
+                metadata={"embedder": self.embedder_id},
+                embedding_function=None,
+            )
+        except Exception as error:
+            if isinstance(error, StoreError):
+                raise
+            raise StoreError(f"cannot open the Chroma collection {name!r}: {error}") from error
+        built_with = (self.chunks.metadata or {}).get("embedder")
+        if built_with != self.embedder_id:
+            raise EmbedderMismatchError(
+                f"the index in collection {name!r} was built with embedder {built_with!r}, "
+                f"but {self.embedder_id!r} is configured; use the same embedding settings, "
+                "another collection/data_dir, or `assistant reset` and ingest again"
+            )
+        self.vector_store = ChromaVectorStore(chroma_collection=self.chunks)
+
+    # Writing (ingest) -----------------------------------------------------------------
+
+    def begin(self, abstracts: list[Abstract], vectors: np.ndarray) -> None:
+        """Record abstracts as pending, before any of their chunks is written."""
+        self.abstracts.upsert(
+            ids=[a.id for a in abstracts],
+            documents=[a.text for a in abstracts],
+            metadatas=[_abstract_metadata(a, PENDING) for a in abstracts],
+            embeddings=vectors,
+        )
+
+    def add_chunks(
+        self, chunks: list[Chunk], vectors: np.ndarray, by_id: dict[str, Abstract]
+    ) -> None:
+        """Write chunk vectors through llama-index's ChromaVectorStore."""
+        nodes = []
+        for piece, vector in zip(chunks, vectors, strict=True):
+            abstract = by_id[piece.abstract_id]
+            metadata: dict[str, Any] = {
+                "abstract_id": abstract.id,
+                "chunk": piece.index,
+                "source": abstract.source,
+            }
+            if abstract.year is not None:
+                metadata["year"] = abstract.year
+            node = TextNode(id_=piece.id, text=piece.text, metadata=metadata, embedding=vector.tolist())
+            node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=abstract.id)
+            nodes.append(node)
+        self.vector_store.add(nodes)
+
+    def commit(self, abstracts: list[Abstract]) -> None:
+        """Mark abstracts done: from now on they count as indexed."""
+        self.abstracts.update(
+            ids=[a.id for a in abstracts],
+            metadatas=[_abstract_metadata(a, DONE) for a in abstracts],
+        )
+
+    def recover(self) -> int:
+        """Delete what a killed ingest left behind (pending abstracts and their chunks)."""
+        pending = self.abstracts.get(where={"status": PENDING}, include=[])["ids"]
+        for start in range(0, len(pending), _PAGE):
+            ids = pending[start : start + _PAGE]
+            self.chunks.delete(where={"document_id": {"$in": ids}})
+            self.abstracts.delete(ids=ids)
+        return len(pending)
+
+    def reset(self) -> None:
+        """Drop both collections and create them empty."""
+        for name in (self.settings.collection, f"{self.settings.collection}_abstracts"):
+            try:
+                self.client.delete_collection(name)
+            except Exception:  # noqa: BLE001 - absent collection: nothing to drop
+                pass
+        self._open()
+
+    # Reading ----------------------------------------------------------------------------
+
+    def indexed_ids(self, ids: Iterable[str]) -> set[str]:
+        """Which of these abstract ids are fully indexed."""
+        ids = list(dict.fromkeys(ids))
+        found: set[str] = set()
+        for start in range(0, len(ids), _PAGE):
+            page = ids[start : start + _PAGE]
+            found.update(self.abstracts.get(ids=page, where={"status": DONE}, include=[])["ids"])
+        return found
+
+    def count(self) -> int:
+        """Number of fully indexed abstracts."""
+        return len(self.abstracts.get(where={"status": DONE}, include=[])["ids"])
+
+    def chunk_count(self) -> int:
+        """Number of chunk vectors."""
+        return self.chunks.count()
+
+    def counts_by_source(self) -> Counter[str]:
+        """Indexed abstracts per source file."""
+        metadatas = self.abstracts.get(where={"status": DONE}, include=["metadatas"])["metadatas"]
+        return Counter(m["source"] for m in metadatas)
+
+    def get_abstracts(self, ids: list[str]) -> dict[str, Abstract]:
+        """Indexed abstracts by id (pending ones are left out)."""
+        if not ids:
+            return {}
+        got = self.abstracts.get(ids=ids, where={"status": DONE}, include=["documents", "metadatas"])
+        return {
+            i: _abstract_from(i, text, metadata)
+            for i, text, metadata in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
+        }
+
+    def all_abstracts(self) -> list[Abstract]:
+        """Every indexed abstract (used to build the lexical index)."""
+        got = self.abstracts.get(where={"status": DONE}, include=["documents", "metadatas"])
+        return [
+            _abstract_from(i, text, metadata)
+            for i, text, metadata in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
+        ]
+
+    def query_chunks(
+        self, vector: np.ndarray, n: int, filters: MetadataFilters | None = None
+    ) -> list[tuple[str, str, float]]:
+        """The ``n`` nearest chunks as (abstract id, chunk text, cosine similarity)."""
+        n = min(n, self.chunk_count())
+        if n <= 0:
+            return []
+        result = self.vector_store.query(
+            VectorStoreQuery(query_embedding=vector.tolist(), similarity_top_k=n, filters=filters)
+        )
+        # ChromaVectorStore reports exp(-distance); cosine similarity is 1 - distance.
+        return [
+            (node.metadata["abstract_id"], node.get_content(), 1.0 + float(np.log(similarity)))
+            for node, similarity in zip(result.nodes, result.similarities, strict=True)
+        ]

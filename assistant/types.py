@@ -1,0 +1,100 @@
+"""The records that cross module boundaries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Abstract:
+    """One paper abstract, whatever format it came from.
+
+    ``id`` is the record's own id when it has one (BEIR ``_id``, arXiv id, BibTeX key),
+    else a hash of its text, so it is stable across runs. ``title`` is the paper's title
+    or, for untitled abstracts, a readable title derived from the text (``titled`` tells
+    which). ``source`` names the file it was loaded from.
+    """
+
+    id: str
+    text: str
+    title: str
+    source: str
+    url: str | None = None
+    authors: tuple[str, ...] = ()
+    year: int | None = None
+    titled: bool = True
+    extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """A record or file that could not be loaded, with where and why."""
+
+    source: str
+    line: int | None
+    reason: str
+
+    def __str__(self) -> str:
+        where = f"{self.source}:{self.line}" if self.line is not None else self.source
+        return f"{where}: {self.reason}"
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A token-bounded piece of an abstract, the unit that is embedded."""
+
+    id: str
+    abstract_id: str
+    index: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result: an abstract, its score and rank (1 = best), and its best passage."""
+
+    abstract: Abstract
+    score: float
+    rank: int
+    passage: str = ""
+
+
+@dataclass
+class IngestReport:
+    """What one ingest did: abstracts added, duplicates skipped, records rejected."""
+
+    added: int = 0
+    duplicates: int = 0
+    rejected: list[Rejected] = field(default_factory=list)
+    chunks: int = 0
+    seconds: float = 0.0
+
+    def summary(self) -> str:
+        """A human-readable one-paragraph summary."""
+        lines = [
+            f"added {self.added} abstracts ({self.chunks} chunks) in {self.seconds:.1f} s, "
+            f"skipped {self.duplicates} duplicates, rejected {len(self.rejected)} records"
+        ]
+        lines += [f"  rejected {r}" for r in self.rejected]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Citation:
+    """A numbered reference in an answer: the abstract and the sentences that support it."""
+
+    number: int
+    abstract: Abstract
+    evidence: tuple[str, ...] = ()
+    support: float = 0.0
+
+
+@dataclass
+class Answer:
+    """An answer whose [n] markers point at `citations`; ``abstained`` when it declined."""
+
+    text: str
+    citations: list[Citation] = field(default_factory=list)
+    sources: list[Hit] = field(default_factory=list)
+    abstained: bool = False

@@ -1,0 +1,33 @@
+"""Shared fixtures: real models, real Chroma, temporary data directories."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from assistant import Assistant
+from assistant.settings import BUNDLED_CORPUS
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE_PARAGRAPHS = 337
+SAMPLE_UNIQUE = 330
+
+
+@pytest.fixture(autouse=True)
+def _isolated_environment(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Keep tests away from the user's index and .env: every setting comes from the test."""
+    for key in list(os.environ):
+        if key.startswith("ASSISTANT_"):
+            monkeypatch.delenv(key)
+    monkeypatch.setenv("ASSISTANT_DATA_DIR", str(tmp_path_factory.mktemp("default-data")))
+    monkeypatch.chdir(tmp_path_factory.mktemp("cwd"))
+
+
+@pytest.fixture(scope="session")
+def sample_index(tmp_path_factory: pytest.TempPathFactory) -> Assistant:
+    """The bundled corpus ingested once into embedded Chroma; tests must not modify it."""
+    assistant = Assistant(data_dir=tmp_path_factory.mktemp("sample-index"), auto_ingest=False)
+    assistant.ingest([BUNDLED_CORPUS])
+    return assistant
