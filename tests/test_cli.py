@@ -1,0 +1,44 @@
+"""The `assistant` command as a user runs it (real subprocesses, real index)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from assistant.settings import BUNDLED_CORPUS
+
+from conftest import SAMPLE_UNIQUE
+
+ASSISTANT = str(Path(sys.executable).parent / "assistant")
+
+
+def _run(*args: str, data_dir: Path, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "ASSISTANT_DATA_DIR": str(data_dir)}
+    return subprocess.run([ASSISTANT, *args], env=env, capture_output=True, text=True, input=stdin, timeout=600)
+
+
+@pytest.mark.slow
+def test_ingest_stats_search_reset(tmp_path: Path) -> None:
+    ingest = _run("ingest", str(BUNDLED_CORPUS), data_dir=tmp_path)
+    assert ingest.returncode == 0, ingest.stderr
+    assert f"added {SAMPLE_UNIQUE} abstracts" in ingest.stdout and "skipped 7 duplicates" in ingest.stdout
+    stats = json.loads(_run("stats", "--json", data_dir=tmp_path).stdout)
+    assert stats["abstracts"] == SAMPLE_UNIQUE and len(stats["by_source"]) == 2
+    assert f"{SAMPLE_UNIQUE} abstracts" in _run("stats", data_dir=tmp_path).stdout
+    hits = json.loads(_run("search", "hyperbolic knowledge graph embeddings", "-k", "3", "--json", data_dir=tmp_path).stdout)
+    assert len(hits) == 3 and hits[0]["rank"] == 1 and hits[0]["abstract"]["id"].startswith("h")
+    kept = _run("reset", data_dir=tmp_path, stdin="n\n")
+    assert kept.returncode == 1 and "nothing deleted" in kept.stdout
+    assert _run("reset", "--yes", data_dir=tmp_path).returncode == 0
+    assert json.loads(_run("stats", "--json", data_dir=tmp_path).stdout)["abstracts"] == 0
+
+
+def test_bad_question_is_a_clear_error_not_a_traceback(tmp_path: Path) -> None:
+    result = _run("search", "   ", data_dir=tmp_path)
+    assert result.returncode == 2
+    assert result.stderr.startswith("error: the question is empty") and "Traceback" not in result.stderr

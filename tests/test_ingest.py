@@ -1,0 +1,104 @@
+"""Ingest into real Chroma (embedded and a `chroma run` server) with the real embedder:
+counts, incremental skips, crash recovery after SIGKILL, dedupe, rejected records."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from assistant import Assistant, corpus
+from assistant.index.chunking import chunk
+from assistant.settings import BUNDLED_CORPUS
+from assistant.types import Abstract
+
+from conftest import SAMPLE_UNIQUE
+
+
+def _expected_chunks(settings) -> int:
+    unique = {a.id: a for a in corpus.load([BUNDLED_CORPUS]) if isinstance(a, Abstract)}
+    return sum(len(chunk(a, settings.chunk_size, settings.chunk_overlap)) for a in unique.values())
+
+
+def _assert_consistent(assistant: Assistant, abstracts: int, chunks: int) -> None:
+    """Exactly these counts, and every chunk belongs to a committed abstract."""
+    store = assistant.store
+    assert store.count() == abstracts
+    assert store.chunk_count() == chunks
+    owners = {m["abstract_id"] for m in store.chunks.get(include=["metadatas"])["metadatas"]}
+    assert owners == store.indexed_ids(owners)
+    assert len(store.abstracts.get(include=[])["ids"]) == abstracts
+
+
+@pytest.mark.slow
+def test_sample_corpus_ingests_330_abstracts_then_nothing_new(sample_index: Assistant) -> None:
+    _assert_consistent(sample_index, SAMPLE_UNIQUE, _expected_chunks(sample_index.settings))
+    again = sample_index.ingest([BUNDLED_CORPUS])
+    assert (again.added, again.chunks) == (0, 0)
+    assert again.duplicates == 337
+    stats = sample_index.stats()
+    assert stats["abstracts"] == SAMPLE_UNIQUE and sum(stats["by_source"].values()) == SAMPLE_UNIQUE
+
+
+@pytest.mark.slow
+def test_interrupted_batch_is_rolled_back_and_redone(tmp_path: Path) -> None:
+    """A crash between writing chunks and committing leaves pending records; the next
+    ingest removes them with their chunks and indexes the abstracts once."""
+    source = tmp_path / "papers.jsonl"
+    rows = [{"id": f"p{i}", "title": f"Paper {i}", "abstract": f"Abstract number {i} studies topic {i} in depth " * 3}
+            for i in range(6)]
+    source.write_text("\n".join(json.dumps(r) for r in rows))
+    assistant = Assistant(data_dir=tmp_path / "index", auto_ingest=False)
+    loaded = [a for a in corpus.load([source]) if isinstance(a, Abstract)]
+    crashed = loaded[:3]
+    pieces = [c for a in crashed for c in chunk(a, 128, 16)]
+    vectors = assistant.embedder.embed([c.text for c in pieces])
+    assistant.store.begin(crashed, vectors[: len(crashed)])
+    assistant.store.add_chunks(pieces, vectors, {a.id: a for a in crashed})
+    assert assistant.store.count() == 0 and assistant.store.chunk_count() == len(pieces)
+    assert assistant.search("Abstract number 1", k=3) == []
+
+    report = assistant.ingest([source])
+    assert (report.added, report.duplicates) == (6, 0)
+    _assert_consistent(assistant, 6, 6)
+
+
+@pytest.mark.slow
+def test_sigkilled_ingest_rerun_ends_with_each_abstract_once(tmp_path: Path) -> None:
+    env = {**os.environ, "ASSISTANT_DATA_DIR": str(tmp_path / "index"), "ASSISTANT_INGEST_BATCH_SIZE": "8"}
+    command = [sys.executable, "-m", "assistant.cli", "ingest", str(BUNDLED_CORPUS)]
+    for kill_after_batches in (2, 9):
+        process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+        seen = 0
+        for line in iter(lambda: process.stderr.read(1), ""):
+            if line == "\r" or line == "\n":
+                seen += 1
+            if seen >= kill_after_batches + 1:
+                break
+        time.sleep(0.3)
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+        assert process.returncode == -signal.SIGKILL, "ingest finished before it could be killed"
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assistant = Assistant(data_dir=tmp_path / "index", auto_ingest=False)
+    _assert_consistent(assistant, SAMPLE_UNIQUE, _expected_chunks(assistant.settings))
+
+
+def test_rejected_records_are_reported_and_the_rest_indexed(tmp_path: Path) -> None:
+    source = tmp_path / "mixed.jsonl"
+    good = {"id": "g1", "title": "Good", "abstract": "A perfectly fine abstract about sparse retrieval models."}
+    source.write_text(json.dumps(good) + "\n{broken\n" + json.dumps(good) + "\n")
+    assistant = Assistant(data_dir=tmp_path / "index", auto_ingest=False)
+    report = assistant.ingest([source, tmp_path / "missing.csv"])
+    assert (report.added, report.duplicates, len(report.rejected)) == (1, 1, 2)
+    assert "mixed.jsonl:2: invalid JSON" in report.summary()
+    assert "missing.csv: no such file" in report.summary()
+    (hit,) = assistant.search("sparse retrieval", k=5)
+    assert hit.abstract.id == "g1" and hit.abstract.title == "Good"

@@ -1,0 +1,92 @@
+"""The Chroma store: a real `chroma run` server, the embedder-mismatch error, cosine space."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from assistant import Assistant
+from assistant.index.store import ChromaStore, EmbedderMismatchError, StoreError
+from assistant.settings import BUNDLED_CORPUS, Settings
+
+from conftest import SAMPLE_UNIQUE
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture
+def chroma_server(tmp_path: Path) -> Iterator[int]:
+    """A real Chroma server on a free localhost port, stopped after the test."""
+    chroma = shutil.which("chroma", path=str(Path(sys.executable).parent))
+    assert chroma, "the chroma command is installed with chromadb"
+    port = _free_port()
+    process = subprocess.Popen(
+        [chroma, "run", "--path", str(tmp_path / "server-data"), "--host", "127.0.0.1", "--port", str(port)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        assert process.poll() is None, "chroma run exited"
+        assert time.monotonic() < deadline, "chroma run did not start within 60 s"
+        time.sleep(0.2)
+    yield port
+    process.terminate()
+    process.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_ingest_into_a_chroma_server(chroma_server: int, tmp_path: Path) -> None:
+    assistant = Assistant(data_dir=tmp_path / "local", chroma_host="127.0.0.1", chroma_port=chroma_server,
+                          auto_ingest=False)
+    report = assistant.ingest([BUNDLED_CORPUS])
+    assert (report.added, report.duplicates) == (SAMPLE_UNIQUE, 7)
+    assert assistant.ingest([BUNDLED_CORPUS]).added == 0
+    assert assistant.stats()["abstracts"] == SAMPLE_UNIQUE
+    assert not (tmp_path / "local" / "chroma").exists(), "server mode must not write embedded Chroma"
+    hits = assistant.search("adaptive gradient clipping without batch normalization", k=3)
+    assert hits[0].abstract.text.startswith("Batch normalization is a key component")
+
+
+def test_unreachable_chroma_server_is_a_clear_error(tmp_path: Path) -> None:
+    assistant = Assistant(data_dir=tmp_path, chroma_host="127.0.0.1", chroma_port=_free_port())
+    with pytest.raises(StoreError, match="cannot reach the Chroma server"):
+        assistant.stats()
+
+
+def test_opening_an_index_with_another_embedder_is_an_error(tmp_path: Path) -> None:
+    ChromaStore(Settings(data_dir=tmp_path), embedder_id="openai:text-embedding-3-small")
+    with pytest.raises(EmbedderMismatchError, match="built with embedder 'openai:text-embedding-3-small'"):
+        Assistant(data_dir=tmp_path).stats()
+
+
+def test_collections_use_cosine_distance(tmp_path: Path) -> None:
+    store = ChromaStore(Settings(data_dir=tmp_path), embedder_id="any")
+    for collection in (store.chunks, store.abstracts):
+        assert collection.configuration_json["hnsw"]["space"] == "cosine"
+
+
+def test_reset_empties_the_index(tmp_path: Path) -> None:
+    source = tmp_path / "one.jsonl"
+    source.write_text('{"id": "a", "text": "An abstract about protein folding with transformers."}\n')
+    assistant = Assistant(data_dir=tmp_path / "index", auto_ingest=False)
+    assert assistant.ingest([source]).added == 1
+    assistant.reset()
+    assert assistant.stats()["abstracts"] == 0 and assistant.store.chunk_count() == 0
+    assert assistant.ingest([source]).added == 1
