@@ -13,6 +13,7 @@ from assistant import offline
 offline.apply()
 
 from assistant.api import Assistant, QuestionError  # noqa: E402
+from assistant.retrieval import SearchFilters  # noqa: E402
 from assistant.settings import Settings  # noqa: E402
 from assistant.types import (  # noqa: E402
     Abstract,
@@ -35,9 +36,9 @@ def default_assistant() -> Assistant:
     return _default
 
 
-def search(question: str, k: int = 10) -> list[Hit]:
+def search(question: str, k: int = 10, filters: SearchFilters | dict | None = None) -> list[Hit]:
     """Search the default index; see `Assistant.search`."""
-    return default_assistant().search(question, k)
+    return default_assistant().search(question, k, filters)
 
 
 def ask(question: str) -> Answer:
@@ -55,6 +56,7 @@ __all__ = [
     "IngestReport",
     "QuestionError",
     "Rejected",
+    "SearchFilters",
     "Settings",
     "ask",
     "default_assistant",

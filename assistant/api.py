@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from assistant import retrieval
 from assistant.index import embedders
+from assistant.index.bm25 import Bm25Index, fingerprint
 from assistant.index.ingest import ingest as run_ingest
 from assistant.index.store import ChromaStore
+from assistant.retrieval import HybridRetriever, SearchFilters
 from assistant.settings import Settings
 from assistant.types import Answer, Hit, IngestReport
 
@@ -47,6 +49,9 @@ class Assistant:
             self.settings = Settings(**overrides)
         else:
             self.settings = Settings(**{**settings.model_dump(), **overrides}) if overrides else settings
+        self._lexical_lock = threading.Lock()
+        self._corpus_checked = False
+        self._lexical_stamp: tuple[int, int] | None = None
 
     @cached_property
     def embedder(self) -> embedders.Embedder:
@@ -58,6 +63,31 @@ class Assistant:
         """The Chroma store, checked against the configured embedder."""
         return ChromaStore(self.settings, self.embedder.model_id)
 
+    @cached_property
+    def bm25(self) -> Bm25Index:
+        """The lexical index, saved beside the Chroma data (one per collection)."""
+        s = self.settings
+        return Bm25Index(s.data_dir / "bm25" / s.collection, s.bm25_k1, s.bm25_b, s.bm25_title_weight)
+
+    @cached_property
+    def retriever(self) -> HybridRetriever:
+        """Hybrid dense + BM25 retrieval over this index."""
+        return HybridRetriever(self.store, self.embedder, self.bm25, self.settings)
+
+    def _sync_lexical(self) -> None:
+        """Rebuild BM25 when it does not cover exactly the committed abstracts.
+
+        Two cheap counts tell whether Chroma changed since the last check (here or in
+        another process); only then are the ids compared.
+        """
+        with self._lexical_lock:
+            stamp = self.store.change_stamp()
+            if stamp == self._lexical_stamp:
+                return
+            if not self.bm25.covers(fingerprint(self.store.indexed_id_list())):
+                self.bm25.build(self.store.all_abstracts())
+            self._lexical_stamp = stamp
+
     def ingest(
         self,
         paths: Iterable[str | Path] | str | Path,
@@ -67,21 +97,38 @@ class Assistant:
         """Index the abstracts in these files/folders; already indexed ones are skipped."""
         if isinstance(paths, str | Path):
             paths = [paths]
-        return run_ingest(paths, self.store, self.embedder, self.settings, progress, on_batch)
+        report = run_ingest(paths, self.store, self.embedder, self.settings, progress, on_batch)
+        self._sync_lexical()
+        return report
 
     def ensure_corpus(self) -> IngestReport | None:
-        """Ingest the bundled corpus if the index is empty and auto_ingest is on."""
+        """Ingest the bundled corpus if the index is empty and auto_ingest is on
+        (checked once per `Assistant`)."""
+        if self._corpus_checked:
+            return None
+        self._corpus_checked = True
         if self.settings.auto_ingest and self.store.count() == 0:
             return self.ingest([self.settings.bundled_corpus])
         return None
 
-    def search(self, question: str, k: int = 10) -> list[Hit]:
-        """The ``k`` abstracts that best match the question, best first."""
+    def search(
+        self,
+        question: str,
+        k: int = 10,
+        filters: SearchFilters | Mapping[str, Any] | None = None,
+    ) -> list[Hit]:
+        """The ``k`` abstracts that best match the question, best first.
+
+        ``filters`` restricts the search, e.g. ``{"source": "papers.jsonl"}`` or
+        ``{"year_min": 2020, "year_max": 2023}`` (see `SearchFilters`).
+        """
         question = check_question(question)
         if k < 1:
             raise ValueError("k must be at least 1")
+        parsed = SearchFilters.parse(filters)
         self.ensure_corpus()
-        return retrieval.dense_search(question, k, self.store, self.embedder)
+        self._sync_lexical()
+        return self.retriever.search(question, k, parsed)
 
     def ask(self, question: str) -> Answer:
         """Answer a question with citations (not built yet: see the answering issue)."""
@@ -107,5 +154,6 @@ class Assistant:
         }
 
     def reset(self) -> None:
-        """Delete everything in this index."""
+        """Delete everything in this index (vectors, abstracts and the BM25 index)."""
         self.store.reset()
+        self._sync_lexical()

@@ -1,4 +1,4 @@
-"""The ``assistant`` command: ingest, stats, reset, search."""
+"""The ``assistant`` command: ingest, stats, reset, search, eval."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import asdict
 
 from pydantic import ValidationError
 
-from assistant import Assistant, QuestionError
+from assistant import Assistant, QuestionError, evaluation
 from assistant.index.embedders import EmbeddingError
 from assistant.index.store import StoreError
 
@@ -46,7 +46,8 @@ def _reset(assistant: Assistant, args: argparse.Namespace) -> int:
 
 
 def _search(assistant: Assistant, args: argparse.Namespace) -> int:
-    hits = assistant.search(args.question, k=args.k)
+    filters = {"sources": args.source or (), "year_min": args.year_min, "year_max": args.year_max}
+    hits = assistant.search(args.question, k=args.k, filters=filters)
     if args.json:
         print(json.dumps([asdict(h) for h in hits], indent=2, default=str))
         return 0
@@ -54,6 +55,41 @@ def _search(assistant: Assistant, args: argparse.Namespace) -> int:
         link = f"  {hit.abstract.url}" if hit.abstract.url else ""
         print(f"{hit.rank:2d}. [{hit.score:.3f}] {hit.abstract.title}{link}")
         print(f"    {hit.passage[:200]}")
+    return 0
+
+
+def _print_qa_table(result: dict) -> None:
+    print(f"{'type':14s} {'n':>3s} {'R@1':>6s} {'R@5':>6s} {'R@10':>6s} {'MRR':>6s}")
+    for name, row in result["by_type"].items():
+        print(f"{name:14s} {row['questions']:3d} {row['recall@1']:6.3f} {row['recall@5']:6.3f} "
+              f"{row['recall@10']:6.3f} {row['mrr']:6.3f}")
+    if result["gold_not_in_index"]:
+        print(f"gold abstracts not in the index for: {', '.join(result['gold_not_in_index'])}")
+    print(f"skipped (no gold abstract): {result['skipped_without_gold']}")
+    latency = result["latency"]
+    print(f"search latency p50 {latency['p50_ms']:.1f} ms, p95 {latency['p95_ms']:.1f} ms")
+
+
+def _eval_retrieval(assistant: Assistant, args: argparse.Namespace) -> int:
+    if bool(args.qa) == bool(args.beir):
+        print("error: give either --qa FILE or --beir DIR --qrels FILE", file=sys.stderr)
+        return 2
+    if args.qa:
+        result = evaluation.evaluate_qa(assistant, args.qa)
+    else:
+        if not args.qrels:
+            print("error: --beir needs --qrels FILE", file=sys.stderr)
+            return 2
+        result = evaluation.evaluate_beir(assistant, args.beir, args.qrels)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    elif args.qa:
+        _print_qa_table(result)
+    else:
+        print(f"{result['queries']} queries over {result['abstracts']} abstracts: "
+              f"nDCG@10 {result['ndcg@10']:.4f}, recall@100 {result['recall@100']:.4f}")
+        latency = result["latency"]
+        print(f"search latency p50 {latency['p50_ms']:.1f} ms, p95 {latency['p95_ms']:.1f} ms")
     return 0
 
 
@@ -78,8 +114,20 @@ def build_parser() -> argparse.ArgumentParser:
     search = commands.add_parser("search", help="find the abstracts that match a question")
     search.add_argument("question")
     search.add_argument("-k", type=int, default=10, help="number of abstracts (default 10)")
+    search.add_argument("--source", action="append", help="only this source file (repeatable)")
+    search.add_argument("--year-min", type=int, help="only abstracts from this year on")
+    search.add_argument("--year-max", type=int, help="only abstracts up to this year")
     search.add_argument("--json", action="store_true")
     search.set_defaults(run=_search)
+
+    evaluate = commands.add_parser("eval", help="measure retrieval quality")
+    kinds = evaluate.add_subparsers(dest="kind", required=True)
+    retrieval = kinds.add_parser("retrieval", help="recall/MRR on a QA file, or nDCG on a BEIR folder")
+    retrieval.add_argument("--qa", help="questions with gold abstracts (JSONL, as eval/dev.jsonl)")
+    retrieval.add_argument("--beir", help="BEIR folder (corpus.jsonl, queries.jsonl); indexed apart")
+    retrieval.add_argument("--qrels", help="BEIR qrels TSV (query-id, corpus-id, score)")
+    retrieval.add_argument("--json", action="store_true")
+    retrieval.set_defaults(run=_eval_retrieval)
     return parser
 
 

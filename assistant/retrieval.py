@@ -1,29 +1,168 @@
-"""Search: question → ranked abstracts.
+"""Hybrid search: question → ranked abstracts.
 
-Dense retrieval over chunk vectors, aggregated to abstracts (an abstract scores as its
-best-matching chunk, and that chunk is its passage).
+1. Dense: the question is embedded once; Chroma returns the nearest chunks; each
+   abstract scores as its best chunk, and that chunk is its passage.
+2. Lexical: BM25 over whole abstracts (stemmed, stop words removed).
+3. Fusion: distribution-based score fusion, the formula of llama-index's
+   ``QueryFusionRetriever`` in ``dist_based_score`` mode: each side's scores over its top
+   ``fusion_depth`` results are scaled linearly so that mean ± 3 standard deviations maps
+   to 0..1, weighted, and summed (an abstract one side did not return gets 0 from it).
+   It is written out here because both sides work on abstracts rather than llama-index
+   nodes (the fusion retriever de-duplicates nodes by content hash) and the raw scores
+   must survive fusion: they are the relevance signal the answering step abstains on.
+   On SciFact train it scored like min-max and reciprocal-rank fusion or better
+   (benchmarks/retrieval.py).
+
+Filters (source file names, year range) apply on both sides.
 """
 
 from __future__ import annotations
 
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from assistant.corpus.display import sentences
+from assistant.index.bm25 import Bm25Index
 from assistant.index.embedders import Embedder
 from assistant.index.store import ChromaStore
-from assistant.types import Hit
+from assistant.settings import Settings
+from assistant.types import Abstract, Hit
 
-CHUNKS_PER_RESULT = 4
+CHUNKS_PER_ABSTRACT = 3
+_WORD = re.compile(r"\w+")
 
 
-def dense_search(question: str, k: int, store: ChromaStore, embedder: Embedder) -> list[Hit]:
-    """The ``k`` abstracts whose best chunk is most similar to the question."""
-    vector = embedder.embed([question])[0]
-    best: dict[str, tuple[float, str]] = {}
-    for abstract_id, text, score in store.query_chunks(vector, k * CHUNKS_PER_RESULT):
-        if abstract_id not in best or score > best[abstract_id][0]:
-            best[abstract_id] = (score, text)
-    ranked = sorted(best.items(), key=lambda item: -item[1][0])
-    abstracts = store.get_abstracts([abstract_id for abstract_id, _ in ranked])
-    hits = [(abstracts[i], score, text) for i, (score, text) in ranked if i in abstracts]
-    return [
-        Hit(abstract=abstract, score=score, rank=rank, passage=text)
-        for rank, (abstract, score, text) in enumerate(hits[:k], start=1)
-    ]
+@dataclass(frozen=True)
+class SearchFilters:
+    """Restrict a search to some source files and/or a range of years (inclusive)."""
+
+    sources: tuple[str, ...] = ()
+    year_min: int | None = None
+    year_max: int | None = None
+
+    @classmethod
+    def parse(cls, filters: SearchFilters | Mapping[str, Any] | None) -> SearchFilters | None:
+        """Accept a `SearchFilters`, a dict (``source``/``sources``, ``year``,
+        ``year_min``, ``year_max``) or None."""
+        if filters is None or isinstance(filters, SearchFilters):
+            return filters
+        unknown = set(filters) - {"source", "sources", "year", "year_min", "year_max"}
+        if unknown:
+            raise ValueError(f"unknown filter(s) {sorted(unknown)}; use source, year, year_min, year_max")
+        sources = filters.get("sources", filters.get("source", ()))
+        year = filters.get("year")
+        return cls(
+            sources=(sources,) if isinstance(sources, str) else tuple(sources),
+            year_min=filters.get("year_min", year),
+            year_max=filters.get("year_max", year),
+        )
+
+    def for_chroma(self) -> dict[str, Any] | None:
+        """The same restriction as a Chroma ``where`` clause on chunk metadata."""
+        parts: list[dict[str, Any]] = []
+        if self.sources:
+            parts.append({"source": {"$in": list(self.sources)}})
+        if self.year_min is not None:
+            parts.append({"year": {"$gte": self.year_min}})
+        if self.year_max is not None:
+            parts.append({"year": {"$lte": self.year_max}})
+        if len(parts) > 1:
+            return {"$and": parts}
+        return parts[0] if parts else None
+
+    def mask(self, bm25: Bm25Index) -> np.ndarray:
+        """The same restriction as a 0/1 mask over the BM25 index's abstracts."""
+        keep = np.ones(len(bm25.ids), dtype=bool)
+        if self.sources:
+            keep &= np.isin(bm25.sources, list(self.sources))
+        if self.year_min is not None:
+            keep &= bm25.years >= self.year_min
+        if self.year_max is not None:
+            keep &= (bm25.years <= self.year_max) & (bm25.years > 0)
+        return keep.astype(np.float32)
+
+
+def _distribution_scaled(scores: dict[str, float]) -> dict[str, float]:
+    """Scale scores so that mean - 3 sd → 0 and mean + 3 sd → 1 (as llama-index does)."""
+    if not scores:
+        return {}
+    values = np.fromiter(scores.values(), dtype=np.float64)
+    mean, spread = values.mean(), 6.0 * values.std()
+    if spread == 0.0:
+        return dict.fromkeys(scores, 1.0 if mean > 0 else 0.0)
+    low = mean - spread / 2.0
+    return {key: (value - low) / spread for key, value in scores.items()}
+
+
+def fuse(dense: dict[str, float], lexical: dict[str, float], lexical_weight: float) -> list[tuple[str, float]]:
+    """Distribution-based fusion of two score lists, best first (ties broken by id)."""
+    fused: dict[str, float] = {}
+    for scores, weight in ((dense, 1.0 - lexical_weight), (lexical, lexical_weight)):
+        for key, value in _distribution_scaled(scores).items():
+            fused[key] = fused.get(key, 0.0) + weight * value
+    return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+
+
+def best_sentence(question: str, abstract: Abstract) -> str:
+    """The abstract's sentence sharing the most words with the question."""
+    words = set(_WORD.findall(question.lower()))
+    return max(sentences(abstract.text), key=lambda s: len(words & set(_WORD.findall(s.lower()))))
+
+
+def relevance(dense: float | None, lexical: float | None) -> float:
+    """How likely the indexed abstracts answer the question, from the top hit's raw scores."""
+    dense_part = dense if dense is not None else 0.0
+    lexical_part = 1.0 - math.exp(-(lexical or 0.0) / 10.0)
+    return 0.5 * dense_part + 0.5 * lexical_part
+
+
+class HybridRetriever:
+    """Dense + BM25 search over one index, fused and aggregated to abstracts."""
+
+    def __init__(self, store: ChromaStore, embedder: Embedder, bm25: Bm25Index, settings: Settings) -> None:
+        self.store, self.embedder, self.bm25, self.settings = store, embedder, bm25, settings
+
+    def dense(self, question: str, depth: int, filters: SearchFilters | None) -> dict[str, tuple[float, str]]:
+        """Abstract id → (best chunk cosine, best chunk id), for the top ``depth`` abstracts."""
+        vector = self.embedder.embed([question])[0]
+        where = filters.for_chroma() if filters else None
+        best: dict[str, tuple[float, str]] = {}
+        for chunk_id, abstract_id, score in self.store.query_chunks(vector, depth * CHUNKS_PER_ABSTRACT, where):
+            if abstract_id not in best:  # results come nearest first
+                best[abstract_id] = (score, chunk_id)
+        return dict(list(best.items())[:depth])
+
+    def lexical(self, question: str, depth: int, filters: SearchFilters | None) -> dict[str, float]:
+        """Abstract id → BM25 score, for the top ``depth`` abstracts."""
+        return dict(self.bm25.search(question, depth, filters.mask(self.bm25) if filters else None))
+
+    def search(self, question: str, k: int, filters: SearchFilters | None = None) -> list[Hit]:
+        """The ``k`` best abstracts for the question."""
+        depth = max(k, self.settings.fusion_depth)
+        dense = self.dense(question, depth, filters)
+        lexical = self.lexical(question, depth, filters)
+        ranked = fuse({i: s for i, (s, _) in dense.items()}, lexical, self.settings.lexical_weight)
+        top = ranked[: k + 10]  # a few spare in case some are still pending
+        abstracts = self.store.get_abstracts([i for i, _ in top])
+        top = [(i, score) for i, score in top if i in abstracts][:k]
+        passages = self.store.chunk_texts([dense[i][1] for i, _ in top if i in dense])
+        hits = []
+        for rank, (abstract_id, score) in enumerate(top, start=1):
+            cosine, chunk_id = dense.get(abstract_id, (None, ""))
+            hits.append(
+                Hit(
+                    abstract=abstracts[abstract_id],
+                    score=score,
+                    rank=rank,
+                    passage=passages.get(chunk_id) or best_sentence(question, abstracts[abstract_id]),
+                    dense=cosine,
+                    lexical=lexical.get(abstract_id),
+                    relevance=relevance(cosine, lexical.get(abstract_id)),
+                )
+            )
+        return hits

@@ -79,8 +79,19 @@ class Settings(BaseSettings):
         default=64, description="Abstracts embedded and written to the index per batch."
     )
 
-    # Retrieval
+    # Retrieval (defaults chosen on SciFact train queries: benchmarks/retrieval.py)
     top_k: int = Field(default=5, description="Abstracts passed to the answer step.")
+    fusion_depth: int = Field(
+        default=100, description="Results taken from each side (dense, BM25) before fusion."
+    )
+    lexical_weight: float = Field(
+        default=0.5, ge=0.0, le=1.0, description="Weight of BM25 in fusion (dense gets the rest)."
+    )
+    bm25_k1: float = Field(default=0.9, description="BM25 term-frequency saturation k1.")
+    bm25_b: float = Field(default=0.4, description="BM25 document-length normalisation b.")
+    bm25_title_weight: int = Field(
+        default=1, ge=0, description="Times a real title is repeated before the text for BM25."
+    )
 
     # Answering (LLM)
     llm_backend: Literal["local", "openai"] = Field(

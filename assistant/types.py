@@ -52,12 +52,18 @@ class Chunk:
 
 @dataclass(frozen=True)
 class Hit:
-    """One search result: an abstract, its score and rank (1 = best), and its best passage."""
+    """One search result: an abstract, its fused score, its rank (1 = best), and the
+    passage that matched best. ``dense`` (cosine of the best chunk) and ``lexical`` (BM25)
+    are the raw scores of each side, None where that side did not find the abstract;
+    ``relevance`` (0-1) says how likely this abstract answers the question."""
 
     abstract: Abstract
     score: float
     rank: int
     passage: str = ""
+    dense: float | None = None
+    lexical: float | None = None
+    relevance: float = 0.0
 
 
 @dataclass

@@ -170,3 +170,11 @@ def test_derived_titles_and_links() -> None:
     assert find_link("Code at https://github.com/x/y{here}.") == "https://github.com/x/y"
     assert find_link("Preprint arXiv:2101.00001v2.") == "https://arxiv.org/abs/2101.00001"
     assert find_link("No link.") is None
+
+
+def test_abstract_source_is_the_file_name_and_rejections_name_the_path(tmp_path: Path) -> None:
+    path = tmp_path / "papers.jsonl"
+    path.write_text(json.dumps({"id": "a", "text": TEXT}) + "\n{bad\n")
+    abstract, rejected = list(corpus.load([path]))
+    assert abstract.source == "papers.jsonl"
+    assert rejected.source == str(path)

@@ -32,4 +32,4 @@ def load(path: Path) -> LoadResult:
         if "abstract" not in {name.lower() for name in fields}:
             yield Rejected(source, line, f"entry {entry.key} has no abstract field")
             continue
-        yield to_abstract({"id": entry.key, **fields}, source, line, bibtex=True)
+        yield to_abstract({"id": entry.key, **fields}, path, line, bibtex=True)

@@ -43,7 +43,7 @@ def load(path: Path) -> LoadResult:
     if paras and "\n" not in paras[0][1] and len(paras[0][1]) <= HEADER_MAX_CHARS:
         paras = paras[1:]
     for index, (line, para) in enumerate(paras, start=1):
-        result = to_abstract({"abstract": para, "para": index}, source, line)
+        result = to_abstract({"abstract": para, "para": index}, path, line)
         if isinstance(result, Rejected):
             yield Rejected(source, line, f"paragraph {index}: {result.reason}")
         else:

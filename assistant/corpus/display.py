@@ -35,9 +35,14 @@ def _shorten(text: str, limit: int = TITLE_MAX_CHARS) -> str:
     return cut + "…"
 
 
+def sentences(text: str) -> list[str]:
+    """A text's sentences (a heuristic split on sentence-ending punctuation)."""
+    return _SENTENCE_END.split(normalize_text(text))
+
+
 def first_sentence(text: str) -> str:
-    """The first sentence of a text (a heuristic split on sentence-ending punctuation)."""
-    return _SENTENCE_END.split(normalize_text(text), maxsplit=1)[0]
+    """The first sentence of a text."""
+    return sentences(text)[0]
 
 
 def derive_title(text: str) -> str:
@@ -47,7 +52,7 @@ def derive_title(text: str) -> str:
     Model ...") the title is "Pangu Ultra: a Large Language Model ..."; otherwise it is the
     abstract's first sentence, shortened.
     """
-    for sentence in _SENTENCE_END.split(normalize_text(text)):
+    for sentence in sentences(text):
         match = _INTRODUCES.search(sentence)
         if match:
             return _shorten(f"{match['name'].strip()}: {match['desc']}")

@@ -39,7 +39,7 @@ def load(path: Path) -> LoadResult:
             yield Rejected(source, None, "no list of records found in the JSON document")
             return
         for number, record in enumerate(records, start=1):
-            result = to_abstract(record, source, None)
+            result = to_abstract(record, path, None)
             yield Rejected(source, None, f"record {number}: {result.reason}") if isinstance(
                 result, Rejected
             ) else result
@@ -52,4 +52,4 @@ def load(path: Path) -> LoadResult:
         except json.JSONDecodeError as error:
             yield Rejected(source, line_number, f"invalid JSON: {error.msg}")
             continue
-        yield to_abstract(record, source, line_number)
+        yield to_abstract(record, path, line_number)

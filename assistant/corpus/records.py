@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from assistant.corpus.display import content_id, derive_title, find_link, normalize_text
@@ -87,9 +88,14 @@ def _extra(record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def to_abstract(
-    record: Any, source: str, line: int | None, bibtex: bool = False
+    record: Any, path: Path, line: int | None, bibtex: bool = False
 ) -> Abstract | Rejected:
-    """Turn one loaded record into an `Abstract`, or a `Rejected` saying what is missing."""
+    """Turn one loaded record into an `Abstract`, or a `Rejected` saying what is missing.
+
+    The abstract's ``source`` is the file name (what users filter and count by); a
+    rejection names the full path, so the record can be found and fixed.
+    """
+    source = str(path)
     if not isinstance(record, Mapping):
         return Rejected(source, line, f"expected an object, got {type(record).__name__}")
     lowered = {str(k).lower(): v for k, v in record.items()}
@@ -110,7 +116,7 @@ def to_abstract(
         text=text,
         title=title or derive_title(text),
         titled=bool(title),
-        source=source,
+        source=path.name,
         url=_url(lowered, record_id, text),
         authors=_authors(_first(lowered, AUTHOR_FIELDS), bibtex),
         year=_year(lowered),

@@ -31,4 +31,4 @@ def load(path: Path) -> LoadResult:
         if None in row:
             yield Rejected(source, reader.line_num, "more values than header columns")
             continue
-        yield to_abstract(row, source, reader.line_num)
+        yield to_abstract(row, path, reader.line_num)

@@ -23,7 +23,6 @@ import chromadb
 import numpy as np
 from chromadb.config import Settings as ChromaSettings
 from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
-from llama_index.core.vector_stores.types import MetadataFilters, VectorStoreQuery
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
 from assistant.settings import Settings
@@ -192,9 +191,17 @@ class ChromaStore:
             found.update(self.abstracts.get(ids=page, where={"status": DONE}, include=[])["ids"])
         return found
 
+    def indexed_id_list(self) -> list[str]:
+        """Ids of all fully indexed abstracts."""
+        return self.abstracts.get(where={"status": DONE}, include=[])["ids"]
+
+    def change_stamp(self) -> tuple[int, int]:
+        """Cheap counts that change whenever abstracts or chunks are written or deleted."""
+        return self.abstracts.count(), self.chunks.count()
+
     def count(self) -> int:
         """Number of fully indexed abstracts."""
-        return len(self.abstracts.get(where={"status": DONE}, include=[])["ids"])
+        return len(self.indexed_id_list())
 
     def chunk_count(self) -> int:
         """Number of chunk vectors."""
@@ -224,17 +231,25 @@ class ChromaStore:
         ]
 
     def query_chunks(
-        self, vector: np.ndarray, n: int, filters: MetadataFilters | None = None
+        self, vector: np.ndarray, n: int, where: dict[str, Any] | None = None
     ) -> list[tuple[str, str, float]]:
-        """The ``n`` nearest chunks as (abstract id, chunk text, cosine similarity)."""
-        n = min(n, self.chunk_count())
-        if n <= 0:
-            return []
-        result = self.vector_store.query(
-            VectorStoreQuery(query_embedding=vector.tolist(), similarity_top_k=n, filters=filters)
+        """The ``n`` nearest chunks as (chunk id, abstract id, cosine similarity).
+
+        Queries the collection directly, asking for distances only: fetching the texts
+        and llama-index node metadata of every candidate tripled search latency, and the
+        abstract id is part of the chunk id. `chunk_texts` fetches the few texts needed.
+        """
+        result = self.chunks.query(
+            query_embeddings=[vector], n_results=n, where=where or None, include=["distances"]
         )
-        # ChromaVectorStore reports exp(-distance); cosine similarity is 1 - distance.
         return [
-            (node.metadata["abstract_id"], node.get_content(), 1.0 + float(np.log(similarity)))
-            for node, similarity in zip(result.nodes, result.similarities, strict=True)
+            (chunk_id, chunk_id.rsplit("#", 1)[0], 1.0 - float(distance))
+            for chunk_id, distance in zip(result["ids"][0], result["distances"][0], strict=True)
         ]
+
+    def chunk_texts(self, ids: list[str]) -> dict[str, str]:
+        """Chunk texts by chunk id."""
+        if not ids:
+            return {}
+        got = self.chunks.get(ids=ids, include=["documents"])
+        return dict(zip(got["ids"], got["documents"], strict=True))

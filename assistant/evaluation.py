@@ -1,0 +1,161 @@
+"""Retrieval evaluation with pytrec_eval (trec_eval's measures), never hand-written metrics.
+
+- QA files (the format of ``eval/dev.jsonl``): gold abstracts are found in the index by
+  their 60-character text prefix; recall@1/5/10 and MRR overall and per question type.
+- BEIR folders (``corpus.jsonl``, ``queries.jsonl``, ``qrels/*.tsv``): the corpus is
+  indexed into its own data directory and collection (never the user's index), and the
+  queries that appear in the qrels are scored by nDCG@10 and recall@100.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import json
+import statistics
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytrec_eval
+
+from assistant.corpus.display import normalize_text
+
+if TYPE_CHECKING:
+    from assistant.api import Assistant
+
+QA_MEASURES = {"recall.1,5,10", "recip_rank"}
+BEIR_MEASURES = {"ndcg_cut.10", "recall.100"}
+
+
+def _mean(values: list[float]) -> float:
+    return statistics.fmean(values) if values else 0.0
+
+
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else 0.0
+
+
+def latency_summary(seconds: list[float]) -> dict[str, float]:
+    """p50 and p95 in milliseconds."""
+    return {"p50_ms": 1000 * _percentile(seconds, 0.5), "p95_ms": 1000 * _percentile(seconds, 0.95)}
+
+
+def load_qa(path: str | Path) -> list[dict[str, Any]]:
+    """The questions of a QA file, one JSON object per line."""
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def gold_ids(assistant: Assistant, items: list[dict[str, Any]]) -> dict[str, set[str]]:
+    """Question id → ids of its gold abstracts in the index, matched by text prefix."""
+    by_prefix: dict[str, set[str]] = defaultdict(set)
+    prefixes = {normalize_text(g["prefix"]) for item in items for g in item.get("gold", [])}
+    for abstract in assistant.store.all_abstracts():
+        for prefix in prefixes:
+            if abstract.text.startswith(prefix):
+                by_prefix[prefix].add(abstract.id)
+    return {
+        item["id"]: {i for g in item.get("gold", []) for i in by_prefix[normalize_text(g["prefix"])]}
+        for item in items
+    }
+
+
+def evaluate_qa(assistant: Assistant, path: str | Path, k: int = 10) -> dict[str, Any]:
+    """Recall@1/5/10 and MRR of `Assistant.search` on a QA file, overall and per type."""
+    items = load_qa(path)
+    assistant.ensure_corpus()
+    gold = gold_ids(assistant, items)
+    missing = [item["id"] for item in items if item.get("gold") and not gold[item["id"]]]
+    answerable = [item for item in items if gold[item["id"]]]
+    run, seconds = {}, []
+    for item in answerable:
+        started = time.perf_counter()
+        hits = assistant.search(item["question"], k=k)
+        seconds.append(time.perf_counter() - started)
+        run[item["id"]] = {h.abstract.id: float(k - h.rank + 1) for h in hits}
+    qrels = {item["id"]: dict.fromkeys(gold[item["id"]], 1) for item in answerable}
+    scores = pytrec_eval.RelevanceEvaluator(qrels, QA_MEASURES).evaluate(run) if run else {}
+    groups: dict[str, list[str]] = defaultdict(list)
+    for item in answerable:
+        groups["all"].append(item["id"])
+        groups[item.get("type", "untyped")].append(item["id"])
+
+    def summarise(ids: list[str]) -> dict[str, float]:
+        return {
+            "questions": len(ids),
+            "recall@1": _mean([scores[i]["recall_1"] for i in ids]),
+            "recall@5": _mean([scores[i]["recall_5"] for i in ids]),
+            "recall@10": _mean([scores[i]["recall_10"] for i in ids]),
+            "mrr": _mean([scores[i]["recip_rank"] for i in ids]),
+        }
+
+    return {
+        "file": str(path),
+        "by_type": {name: summarise(ids) for name, ids in sorted(groups.items())},
+        "skipped_without_gold": len(items) - len(answerable) - len(missing),
+        "gold_not_in_index": missing,
+        "latency": latency_summary(seconds),
+    }
+
+
+def read_qrels(path: Path) -> dict[str, dict[str, int]]:
+    qrels: dict[str, dict[str, int]] = defaultdict(dict)
+    with path.open(newline="") as handle:
+        for row in csv.DictReader(handle, delimiter="\t"):
+            qrels[row["query-id"]][row["corpus-id"]] = int(row["score"])
+    return dict(qrels)
+
+
+def beir_data_dir(assistant: Assistant, corpus_dir: Path) -> Path:
+    """Where a BEIR corpus is indexed: under the cache dir, one folder per corpus path."""
+    key = hashlib.sha256(str(corpus_dir.resolve()).encode()).hexdigest()[:12]
+    return assistant.settings.cache_dir / "beir" / f"{corpus_dir.resolve().name}-{key}"
+
+
+def evaluate_beir(
+    assistant: Assistant, corpus_dir: str | Path, qrels_path: str | Path, k: int = 100
+) -> dict[str, Any]:
+    """nDCG@10 and recall@100 on a BEIR-layout folder, indexed apart from the user's index.
+
+    ``assistant`` supplies the retrieval settings; the index itself is a separate
+    embedded Chroma under the cache dir (incremental: a second run re-uses it).
+    """
+    from assistant.api import Assistant
+
+    corpus_dir = Path(corpus_dir)
+    beir = Assistant(
+        assistant.settings,
+        data_dir=beir_data_dir(assistant, corpus_dir),
+        collection="beir",
+        chroma_host=None,
+        chroma_port=None,
+        auto_ingest=False,
+    )
+    report = beir.ingest([corpus_dir / "corpus.jsonl"])
+    qrels = read_qrels(Path(qrels_path))
+    queries = {
+        q["_id"]: q["text"]
+        for q in map(json.loads, (corpus_dir / "queries.jsonl").read_text().splitlines())
+        if q["_id"] in qrels
+    }
+    run, seconds = {}, []
+    for query_id, text in queries.items():
+        started = time.perf_counter()
+        hits = beir.search(text, k=k)
+        seconds.append(time.perf_counter() - started)
+        run[query_id] = {h.abstract.id: float(k - h.rank + 1) for h in hits}
+    scores = pytrec_eval.RelevanceEvaluator(
+        {q: qrels[q] for q in queries}, BEIR_MEASURES
+    ).evaluate(run)
+    return {
+        "corpus": str(corpus_dir),
+        "qrels": str(qrels_path),
+        "queries": len(queries),
+        "abstracts": beir.store.count(),
+        "ingest_seconds": report.seconds,
+        "ndcg@10": _mean([s["ndcg_cut_10"] for s in scores.values()]),
+        "recall@100": _mean([s["recall_100"] for s in scores.values()]),
+        "latency": latency_summary(seconds),
+    }

@@ -1,0 +1,113 @@
+"""The lexical index: BM25 (bm25s) over whole abstracts, with stemming and stop words.
+
+It is derived data: built from the abstracts committed in Chroma and saved under the data
+directory beside them, with the ids it covers. Whenever the saved copy does not cover
+exactly the committed abstracts (after an ingest, a reset, a crash, or a Chroma server
+that another machine filled), it is rebuilt from Chroma.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+import bm25s
+import numpy as np
+import Stemmer
+
+from assistant.types import Abstract
+
+_STEMMER = Stemmer.Stemmer("english")
+_MANIFEST = "assistant.json"
+
+
+def fingerprint(ids: list[str]) -> str:
+    """A short digest of a set of ids: equal digests mean the same abstracts."""
+    digest = hashlib.sha256()
+    for i in sorted(ids):
+        digest.update(i.encode("utf-8") + b"\0")
+    return digest.hexdigest()[:24]
+
+
+def _tokenize(texts: list[str]) -> list[list[str]]:
+    return bm25s.tokenize(
+        texts, stopwords="en", stemmer=_STEMMER, return_ids=False, show_progress=False
+    )
+
+
+class Bm25Index:
+    """BM25 over abstracts (title repeated ``title_weight`` times, then the text)."""
+
+    def __init__(self, folder: Path, k1: float, b: float, title_weight: int) -> None:
+        self.folder = folder
+        self.params = {"k1": k1, "b": b, "title_weight": title_weight}
+        self.ids: list[str] = []
+        self.sources = np.array([], dtype=object)
+        self.years = np.array([], dtype=np.int32)
+        self.model: bm25s.BM25 | None = None
+        self.fingerprint = ""
+        self._load()
+
+    def _load(self) -> None:
+        try:
+            manifest = json.loads((self.folder / _MANIFEST).read_text())
+            if manifest["params"] != self.params:
+                return
+            model = bm25s.BM25.load(str(self.folder))
+        except (OSError, ValueError, KeyError):
+            return
+        self.model, self.ids, self.fingerprint = model, manifest["ids"], manifest["fingerprint"]
+        self.sources = np.array(manifest["sources"], dtype=object)
+        self.years = np.array(manifest["years"], dtype=np.int32)
+
+    def covers(self, ids_fingerprint: str) -> bool:
+        """Whether the saved index covers exactly the abstracts with this fingerprint."""
+        return self.model is not None and self.fingerprint == ids_fingerprint
+
+    def build(self, abstracts: list[Abstract]) -> None:
+        """Index these abstracts and save, replacing the previous index."""
+        self.ids = [a.id for a in abstracts]
+        self.sources = np.array([a.source for a in abstracts], dtype=object)
+        self.years = np.array([a.year or 0 for a in abstracts], dtype=np.int32)
+        self.fingerprint = fingerprint(self.ids)
+        if not abstracts:
+            self.model = None
+            shutil.rmtree(self.folder, ignore_errors=True)
+            return
+        weight = self.params["title_weight"]
+        texts = [" ".join([a.title] * weight * a.titled + [a.text]) for a in abstracts]
+        self.model = bm25s.BM25(k1=self.params["k1"], b=self.params["b"])
+        self.model.index(_tokenize(texts), show_progress=False)
+        staging = self.folder.with_name(self.folder.name + ".new")
+        shutil.rmtree(staging, ignore_errors=True)
+        self.model.save(str(staging))
+        manifest = {
+            "params": self.params,
+            "fingerprint": self.fingerprint,
+            "ids": self.ids,
+            "sources": self.sources.tolist(),
+            "years": self.years.tolist(),
+        }
+        (staging / _MANIFEST).write_text(json.dumps(manifest))
+        shutil.rmtree(self.folder, ignore_errors=True)
+        staging.rename(self.folder)
+
+    def search(self, query: str, n: int, mask: np.ndarray | None = None) -> list[tuple[str, float]]:
+        """Up to ``n`` (abstract id, BM25 score) pairs with a positive score, best first.
+
+        ``mask`` (1 = allowed, one entry per indexed abstract) applies filters.
+        """
+        if self.model is None or not self.ids:
+            return []
+        tokens = _tokenize([query])
+        if not tokens[0]:
+            return []
+        n = min(n, len(self.ids))
+        docs, scores = self.model.retrieve(
+            tokens, k=n, show_progress=False, weight_mask=mask, n_threads=1
+        )
+        return [
+            (self.ids[int(d)], float(s)) for d, s in zip(docs[0], scores[0], strict=True) if s > 0
+        ]

@@ -1,0 +1,129 @@
+"""Retrieval benchmark: quality on SciFact (train qrels) and the dev QA file, and latency.
+
+    python benchmarks/retrieval.py [--scifact ../shared/data/scifact] [--qa tests/data/dev.jsonl]
+
+Prints one table: nDCG@10 and recall@100 on SciFact for BM25 alone, dense alone, the
+default hybrid and each variant tried (fusion formula, weights, depth, BM25 parameters),
+then recall on the dev questions and search latency p50/p95 on the sample corpus and on
+SciFact. SciFact is indexed once into the cache dir (several minutes the first time).
+Never part of the test run's pass/fail.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytrec_eval
+
+from assistant import Assistant, evaluation
+
+ROOT = Path(__file__).resolve().parent.parent
+Fusion = Callable[[dict[str, float], dict[str, float]], list[tuple[str, float]]]
+
+
+def min_max_fusion(dense: dict[str, float], lexical: dict[str, float]) -> list[tuple[str, float]]:
+    """llama-index's relative_score fusion (min-max per side, equal weights)."""
+    fused: dict[str, float] = {}
+    for scores in (dense, lexical):
+        if scores:
+            low, high = min(scores.values()), max(scores.values())
+            for key, value in scores.items():
+                fused[key] = fused.get(key, 0.0) + 0.5 * ((value - low) / (high - low) if high > low else 1.0)
+    return sorted(fused.items(), key=lambda item: -item[1])
+
+
+def rrf_fusion(dense: dict[str, float], lexical: dict[str, float], k: int = 60) -> list[tuple[str, float]]:
+    """Reciprocal-rank fusion (k = 60)."""
+    fused: dict[str, float] = {}
+    for scores in (dense, lexical):
+        for rank, key in enumerate(sorted(scores, key=lambda i: -scores[i]), start=1):
+            fused[key] = fused.get(key, 0.0) + 1.0 / (k + rank)
+    return sorted(fused.items(), key=lambda item: -item[1])
+
+
+def scifact_run(assistant: Assistant, queries: dict[str, str], fusion: Fusion | None) -> dict[str, dict[str, float]]:
+    """Rankings of every query: the product's search, or its two sides with another fusion."""
+    run = {}
+    for query_id, text in queries.items():
+        if fusion is None:
+            ranked = [(h.abstract.id, h.score) for h in assistant.search(text, k=100)]
+        else:
+            depth = assistant.settings.fusion_depth
+            dense = {i: s for i, (s, _) in assistant.retriever.dense(text, depth, None).items()}
+            ranked = fusion(dense, assistant.retriever.lexical(text, depth, None))[:100]
+        run[query_id] = {doc: float(len(ranked) - rank) for rank, (doc, _) in enumerate(ranked)}
+    return run
+
+
+def score(run: dict, qrels: dict) -> tuple[float, float]:
+    """Mean nDCG@10 and recall@100 (pytrec_eval)."""
+    results = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "recall.100"}).evaluate(run)
+    n = len(results)
+    return (sum(r["ndcg_cut_10"] for r in results.values()) / n, sum(r["recall_100"] for r in results.values()) / n)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scifact", type=Path, default=ROOT.parent / "shared" / "data" / "scifact")
+    parser.add_argument("--qrels", default="train.tsv", help="qrels file under <scifact>/qrels")
+    parser.add_argument("--qa", type=Path, default=ROOT / "tests" / "data" / "dev.jsonl")
+    args = parser.parse_args()
+
+    base = Assistant(auto_ingest=False)
+    started = time.perf_counter()
+    report = evaluation.evaluate_beir(base, args.scifact, args.scifact / "qrels" / args.qrels, k=100)
+    print(f"SciFact index ready ({report['abstracts']} abstracts; ingest this run {report['ingest_seconds']:.0f} s; "
+          f"first pass {time.perf_counter() - started:.0f} s)")
+    data_dir = evaluation.beir_data_dir(base, args.scifact)
+    qrels = evaluation.read_qrels(args.scifact / "qrels" / args.qrels)
+    queries = {
+        q["_id"]: q["text"]
+        for q in map(json.loads, (args.scifact / "queries.jsonl").read_text().splitlines())
+        if q["_id"] in qrels
+    }
+
+    def variant(**settings: object) -> Assistant:
+        return Assistant(base.settings, data_dir=data_dir, collection="beir", **settings)
+
+    rows: list[tuple[str, Assistant, Fusion | None]] = [
+        ("BM25 alone (k1 0.9, b 0.4, title x1)", variant(lexical_weight=1.0), None),
+        ("dense alone (MiniLM int8, 128-token chunks, best chunk)", variant(lexical_weight=0.0), None),
+        ("hybrid, default (dist-based fusion, w 0.5, depth 100)", variant(), None),
+        ("hybrid, min-max fusion (llama-index relative_score)", variant(), min_max_fusion),
+        ("hybrid, reciprocal-rank fusion (k 60)", variant(), rrf_fusion),
+        ("hybrid, BM25 weight 0.4", variant(lexical_weight=0.4), None),
+        ("hybrid, BM25 weight 0.6", variant(lexical_weight=0.6), None),
+        ("hybrid, fusion depth 50", variant(fusion_depth=50), None),
+        ("hybrid, fusion depth 200", variant(fusion_depth=200), None),
+        ("hybrid, BM25 without title", variant(bm25_title_weight=0), None),
+        ("hybrid, BM25 title x2", variant(bm25_title_weight=2), None),
+        ("hybrid, BM25 k1 1.2 b 0.75", variant(bm25_k1=1.2, bm25_b=0.75), None),
+    ]
+    print(f"\nSciFact ({args.qrels}, {len(queries)} queries)")
+    print(f"{'method':60s} {'nDCG@10':>8s} {'R@100':>7s}")
+    for name, assistant, fusion in rows:
+        ndcg, recall = score(scifact_run(assistant, queries, fusion), qrels)
+        print(f"{name:60s} {ndcg:8.4f} {recall:7.4f}")
+
+    print(f"\nDev questions ({args.qa.name}) on the sample corpus")
+    with tempfile.TemporaryDirectory() as tmp:
+        sample = Assistant(base.settings, data_dir=Path(tmp), auto_ingest=True)
+        result = evaluation.evaluate_qa(sample, args.qa)
+        print(f"{'type':14s} {'n':>3s} {'R@1':>6s} {'R@5':>6s} {'R@10':>6s} {'MRR':>6s}")
+        for name, row in result["by_type"].items():
+            print(f"{name:14s} {row['questions']:3d} {row['recall@1']:6.3f} {row['recall@5']:6.3f} "
+                  f"{row['recall@10']:6.3f} {row['mrr']:6.3f}")
+        sample_latency = evaluation.evaluate_qa(sample, args.qa)["latency"]
+    scifact_latency = evaluation.evaluate_beir(base, args.scifact, args.scifact / "qrels" / args.qrels)["latency"]
+    print("\nSearch latency (hybrid, k=10 on the sample corpus, k=100 on SciFact; warm)")
+    print(f"  sample corpus: p50 {sample_latency['p50_ms']:.1f} ms, p95 {sample_latency['p95_ms']:.1f} ms")
+    print(f"  SciFact:       p50 {scifact_latency['p50_ms']:.1f} ms, p95 {scifact_latency['p95_ms']:.1f} ms")
+
+
+if __name__ == "__main__":
+    main()

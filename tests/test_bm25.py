@@ -1,0 +1,51 @@
+"""The BM25 index stays in step with Chroma: after ingest, reset, restart and crashes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from assistant import Assistant
+
+
+def _write(path: Path, rows: list[dict]) -> Path:
+    path.write_text("\n".join(json.dumps(r) for r in rows))
+    return path
+
+
+def test_bm25_follows_incremental_ingest_reset_and_restart(tmp_path: Path) -> None:
+    first = _write(tmp_path / "a.jsonl", [{"id": "a1", "title": "Zeolite catalysts", "abstract": "Zeolite catalysts crack hydrocarbons at lower temperature than clays."}])
+    second = _write(tmp_path / "b.jsonl", [{"id": "b1", "title": "Perovskite cells", "abstract": "Perovskite solar cells degrade under humidity unless encapsulated."}])
+    assistant = Assistant(data_dir=tmp_path / "index", auto_ingest=False)
+    assistant.ingest([first])
+    assert [i for i, _ in assistant.bm25.search("perovskite humidity", 5)] == []
+    assistant.ingest([second])
+    assert [i for i, _ in assistant.bm25.search("perovskite humidity", 5)] == ["b1"]
+    assert sorted(assistant.bm25.ids) == ["a1", "b1"]
+
+    restarted = Assistant(data_dir=tmp_path / "index", auto_ingest=False)
+    assert restarted.bm25.ids == assistant.bm25.ids, "loaded from disk"
+    assert restarted.search("zeolite", k=1)[0].lexical > 0
+
+    restarted.reset()
+    assert restarted.bm25.ids == [] and restarted.search("zeolite", k=1) == []
+    assert not (tmp_path / "index" / "bm25" / "abstracts").exists()
+
+
+def test_bm25_is_rebuilt_when_its_files_are_missing_or_stale(tmp_path: Path) -> None:
+    source = _write(tmp_path / "a.jsonl", [{"id": "a1", "abstract": "Graphene membranes filter salt from seawater efficiently."}])
+    Assistant(data_dir=tmp_path / "index", auto_ingest=False).ingest([source])
+    shutil.rmtree(tmp_path / "index" / "bm25")
+    assert Assistant(data_dir=tmp_path / "index", auto_ingest=False).search("graphene seawater", k=1)[0].lexical > 0
+    other_params = Assistant(data_dir=tmp_path / "index", auto_ingest=False, bm25_k1=1.5)
+    assert other_params.bm25.model is None, "an index saved with other parameters is not used"
+    assert other_params.search("graphene seawater", k=1)[0].lexical > 0
+
+
+def test_another_process_ingesting_is_picked_up(tmp_path: Path) -> None:
+    source = _write(tmp_path / "a.jsonl", [{"id": "a1", "abstract": "Tokamak plasma confinement improves with negative triangularity shaping."}])
+    reader = Assistant(data_dir=tmp_path / "index", auto_ingest=False)
+    assert reader.search("tokamak", k=1) == []
+    Assistant(data_dir=tmp_path / "index", auto_ingest=False).ingest([source])
+    assert reader.search("tokamak triangularity", k=1)[0].lexical > 0

@@ -1,0 +1,110 @@
+"""Hybrid retrieval: fusion on fixed inputs, filters on both sides, dense recall without
+lexical overlap, abstract-level aggregation (real models, real Chroma, real BM25)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from assistant import Assistant, SearchFilters
+from assistant.retrieval import fuse
+
+from conftest import SAMPLE_UNIQUE
+
+
+def test_fusion_of_fixed_scores_worked_out_by_hand() -> None:
+    dense = {"a": 0.9, "b": 0.5, "c": 0.1}
+    lexical = {"b": 10.0, "d": 5.0}
+    # dense: mean 0.5, sd 0.3266 → (x - (0.5 - 3 sd)) / 6 sd: a 0.7041, b 0.5, c 0.2959
+    # lexical: mean 7.5, sd 2.5 → b 0.6667, d 0.3333; half weight each.
+    ranked = fuse(dense, lexical, lexical_weight=0.5)
+    assert [key for key, _ in ranked] == ["b", "a", "d", "c"]
+    assert dict(ranked) == pytest.approx({"b": 0.5833, "a": 0.3521, "d": 0.1667, "c": 0.1479}, abs=1e-3)
+
+
+def test_fusion_weights_and_degenerate_inputs() -> None:
+    assert [k for k, _ in fuse({"a": 0.9, "b": 0.1}, {"b": 9.0, "a": 1.0}, lexical_weight=1.0)][0] == "b"
+    assert [k for k, _ in fuse({"a": 0.9, "b": 0.1}, {"b": 9.0, "a": 1.0}, lexical_weight=0.0)][0] == "a"
+    assert fuse({"x": 0.4}, {}, 0.5) == [("x", 0.5)]  # a lone score counts fully
+    assert fuse({}, {}, 0.5) == []
+
+
+def test_filters_parse_and_translate() -> None:
+    parsed = SearchFilters.parse({"source": "a.jsonl", "year": 2020})
+    assert parsed == SearchFilters(sources=("a.jsonl",), year_min=2020, year_max=2020)
+    assert parsed.for_chroma() == {"$and": [{"source": {"$in": ["a.jsonl"]}}, {"year": {"$gte": 2020}}, {"year": {"$lte": 2020}}]}
+    assert SearchFilters.parse({"sources": ["a", "b"]}).for_chroma() == {"source": {"$in": ["a", "b"]}}
+    assert SearchFilters().for_chroma() is None
+    with pytest.raises(ValueError, match="unknown filter"):
+        SearchFilters.parse({"author": "x"})
+
+
+@pytest.fixture(scope="module")
+def small_index(tmp_path_factory: pytest.TempPathFactory) -> Assistant:
+    folder = tmp_path_factory.mktemp("small")
+    cardio = [
+        {"id": "mi", "title": "Myocardial infarction and hypertension", "year": 2018,
+         "abstract": "Myocardial infarction incidence rises markedly among patients with chronic hypertension, "
+                     "according to a cohort followed for ten years."},
+        {"id": "stroke", "title": "Stroke outcomes", "year": 2021,
+         "abstract": "We study stroke outcomes after thrombolysis in elderly cohorts across five hospitals."},
+    ]
+    ml = [
+        {"id": "bn", "title": "Batch normalization revisited", "year": 2020,
+         "abstract": "Batch normalization stabilises training of deep convolutional networks; we revisit it for transformers."},
+        {"id": "kg", "title": "Hyperbolic knowledge graph embeddings", "year": 2022,
+         "abstract": "Knowledge graph embeddings in hyperbolic space capture hierarchies with fewer dimensions; "
+                     "hypertension is mentioned here only as an example entity."},
+    ]
+    (folder / "cardio.jsonl").write_text("\n".join(json.dumps(r) for r in cardio))
+    (folder / "ml.jsonl").write_text("\n".join(json.dumps(r) for r in ml))
+    assistant = Assistant(data_dir=folder / "index", auto_ingest=False)
+    assistant.ingest([folder / "cardio.jsonl", folder / "ml.jsonl"])
+    return assistant
+
+
+def test_a_question_with_no_word_in_common_is_found_by_the_dense_side(small_index: Assistant) -> None:
+    question = "heart attack danger from high blood pressure"
+    assert small_index.bm25.search(question, 10) == []
+    top = small_index.search(question, k=2)[0]
+    assert top.abstract.id == "mi" and top.lexical is None and top.dense > 0.3
+
+
+def test_source_and_year_filters_apply_to_both_sides(small_index: Assistant) -> None:
+    question = "hypertension"  # a lexical match in both files
+    assert {h.abstract.id for h in small_index.search(question, k=4)} == {"mi", "stroke", "bn", "kg"}
+    only_ml = small_index.search(question, k=4, filters={"source": "ml.jsonl"})
+    assert {h.abstract.id for h in only_ml} == {"bn", "kg"} and only_ml[0].abstract.id == "kg"
+    recent = small_index.search(question, k=4, filters={"year_min": 2021})
+    assert {h.abstract.id for h in recent} == {"stroke", "kg"}
+    assert small_index.search(question, k=4, filters={"source": "cardio.jsonl", "year_max": 2018})[0].abstract.id == "mi"
+    assert small_index.search(question, k=4, filters={"source": "none.jsonl"}) == []
+    mask = SearchFilters(sources=("ml.jsonl",)).mask(small_index.bm25)
+    assert dict(zip(small_index.bm25.ids, mask)) == {"mi": 0, "stroke": 0, "bn": 1, "kg": 1}
+
+
+def test_hits_are_abstracts_with_their_best_passage(sample_index: Assistant) -> None:
+    hits = sample_index.search("What ImageNet top-1 accuracy do normalizer-free networks reach with adaptive gradient clipping?", k=10)
+    assert len({h.abstract.id for h in hits}) == len(hits) == 10
+    assert [h.rank for h in hits] == list(range(1, 11))
+    assert all(a.score >= b.score for a, b in zip(hits, hits[1:]))
+    top = hits[0]
+    assert top.abstract.text.startswith("Batch normalization is a key component of most image classif")
+    assert top.passage in top.abstract.text and "adaptive gradient clipping" in top.abstract.text
+    assert top.dense is not None and top.lexical is not None and 0 < top.relevance <= 1
+
+
+@pytest.mark.slow
+def test_chunks_of_one_abstract_are_aggregated(sample_index: Assistant) -> None:
+    vector = sample_index.embedder.embed(["Pangu Ultra sandwich normalization Ascend NPUs"])[0]
+    chunks = sample_index.store.query_chunks(vector, 50)
+    owners = [abstract_id for _, abstract_id, _ in chunks]
+    assert len(owners) > len(set(owners)), "several chunks of one abstract are near the question"
+    hits = sample_index.search("Pangu Ultra sandwich normalization Ascend NPUs", k=SAMPLE_UNIQUE)
+    assert len(hits) == len({h.abstract.id for h in hits})
+    best_chunk = {}
+    for _, abstract_id, score in chunks:
+        best_chunk.setdefault(abstract_id, score)
+    assert hits[0].dense == pytest.approx(best_chunk[hits[0].abstract.id], abs=1e-6)
