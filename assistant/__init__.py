@@ -12,6 +12,10 @@ from assistant import offline
 
 offline.apply()
 
+from collections.abc import Iterator  # noqa: E402
+
+from assistant.answer.generators import GenerationError  # noqa: E402
+from assistant.answer.pipeline import Chat  # noqa: E402
 from assistant.api import Assistant, QuestionError  # noqa: E402
 from assistant.retrieval import SearchFilters  # noqa: E402
 from assistant.settings import Settings  # noqa: E402
@@ -46,12 +50,19 @@ def ask(question: str) -> Answer:
     return default_assistant().ask(question)
 
 
+def ask_stream(question: str) -> Iterator[str | Answer]:
+    """Stream an answer from the default assistant; see `Assistant.ask_stream`."""
+    return default_assistant().ask_stream(question)
+
+
 __all__ = [
     "Abstract",
     "Answer",
     "Assistant",
+    "Chat",
     "Chunk",
     "Citation",
+    "GenerationError",
     "Hit",
     "IngestReport",
     "QuestionError",
@@ -59,6 +70,7 @@ __all__ = [
     "SearchFilters",
     "Settings",
     "ask",
+    "ask_stream",
     "default_assistant",
     "search",
 ]

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from assistant.answer import generators
+from assistant.answer.pipeline import Chat, final, stream_answer
 from assistant.index import embedders
 from assistant.index.bm25 import Bm25Index, fingerprint
 from assistant.index.ingest import ingest as run_ingest
@@ -62,6 +64,11 @@ class Assistant:
     def store(self) -> ChromaStore:
         """The Chroma store, checked against the configured embedder."""
         return ChromaStore(self.settings, self.embedder.model_id)
+
+    @cached_property
+    def generator(self) -> generators.Generator:
+        """The configured LLM (loaded on first use; no fallback to another model)."""
+        return generators.create(self.settings)
 
     @cached_property
     def bm25(self) -> Bm25Index:
@@ -130,12 +137,18 @@ class Assistant:
         self._sync_lexical()
         return self.retriever.search(question, k, parsed)
 
+    def ask_stream(self, question: str) -> Iterator[str | Answer]:
+        """Yield the answer's text as the model writes it, then the verified `Answer`."""
+        return stream_answer(self, check_question(question))
+
     def ask(self, question: str) -> Answer:
-        """Answer a question with citations (not built yet: see the answering issue)."""
-        check_question(question)
-        raise NotImplementedError(
-            "answering with citations is not implemented yet; use search() for now"
-        )
+        """Answer a question in a few sentences, each claim citing the abstract that
+        supports it, or abstain (``Answer.abstained``) when the abstracts do not answer."""
+        return final(self.ask_stream(question))
+
+    def chat(self) -> Chat:
+        """A multi-turn conversation over this index."""
+        return Chat(self)
 
     def stats(self) -> dict[str, Any]:
         """Counts of the index: abstracts, chunks, abstracts per source."""

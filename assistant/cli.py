@@ -1,4 +1,4 @@
-"""The ``assistant`` command: ingest, stats, reset, search, eval."""
+"""The ``assistant`` command: ingest, stats, reset, search, ask, chat, eval."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ from dataclasses import asdict
 
 from pydantic import ValidationError
 
-from assistant import Assistant, QuestionError, evaluation
+from assistant import Answer, Assistant, GenerationError, QuestionError, evaluation
+from assistant.answer.model_files import ModelFileError
+from assistant.answer.pipeline import final
 from assistant.index.embedders import EmbeddingError
 from assistant.index.store import StoreError
 
@@ -55,6 +57,63 @@ def _search(assistant: Assistant, args: argparse.Namespace) -> int:
         link = f"  {hit.abstract.url}" if hit.abstract.url else ""
         print(f"{hit.rank:2d}. [{hit.score:.3f}] {hit.abstract.title}{link}")
         print(f"    {hit.passage[:200]}")
+    return 0
+
+
+def _print_answer(stream, show: bool = True) -> Answer:
+    """Stream the model's words to the terminal, then the verified answer and references."""
+    answer = final(stream, on_delta=lambda d: print(d, end="", flush=True) if show else None)
+    print()
+    if answer.abstained or answer.text != answer.raw_text:
+        print(f"\n{answer.text}")
+    for line in answer.references():
+        print(f"  {line}")
+    for sentence in answer.unsupported:
+        print(f"  (not supported by any source: {sentence})")
+    if not answer.abstained:
+        print(f"  [{answer.model}; first token {answer.timings.get('first_token', 0):.1f} s, "
+              f"total {answer.timings['total']:.1f} s]")
+    return answer
+
+
+def _ask(assistant: Assistant, args: argparse.Namespace) -> int:
+    _print_answer(assistant.ask_stream(args.question))
+    return 0
+
+
+def _chat(assistant: Assistant, args: argparse.Namespace) -> int:
+    conversation = assistant.chat()
+    print(f"Chat with {assistant.stats()['abstracts']} abstracts. An empty line ends the chat.")
+    while True:
+        try:
+            question = input("\n> ")
+        except EOFError:
+            return 0
+        if not question.strip():
+            return 0
+        try:
+            _print_answer(conversation.ask_stream(question))
+        except QuestionError as error:
+            print(f"error: {error}")
+
+
+def _eval_answers(assistant: Assistant, args: argparse.Namespace) -> int:
+    result = evaluation.evaluate_answers(assistant, args.qa, args.limit, progress=not args.json)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"\nmodel: {result['model']}")
+    print(f"{'type':13s} {'n':>3s} {'cite P':>7s} {'cite R':>7s} {'facts':>6s} {'abstain':>8s} "
+          f"{'1st p50':>8s} {'1st p95':>8s} {'tot p50':>8s} {'tot p95':>8s}")
+
+    def fmt(value: float | None) -> str:
+        return f"{value:7.3f}" if value is not None else "      -"
+
+    for name, row in result["by_type"].items():
+        print(f"{name:13s} {row['questions']:3d} {fmt(row['citation_precision'])} {fmt(row['citation_recall'])} "
+              f"{fmt(row['must_contain'])[1:]} {row['abstention_accuracy']:8.3f} "
+              f"{row['first_token']['p50_ms'] / 1000:7.1f}s {row['first_token']['p95_ms'] / 1000:7.1f}s "
+              f"{row['total']['p50_ms'] / 1000:7.1f}s {row['total']['p95_ms'] / 1000:7.1f}s")
     return 0
 
 
@@ -120,7 +179,14 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--json", action="store_true")
     search.set_defaults(run=_search)
 
-    evaluate = commands.add_parser("eval", help="measure retrieval quality")
+    ask = commands.add_parser("ask", help="answer a question with citations (streams)")
+    ask.add_argument("question")
+    ask.set_defaults(run=_ask)
+
+    chat = commands.add_parser("chat", help="a multi-turn conversation in the terminal")
+    chat.set_defaults(run=_chat)
+
+    evaluate = commands.add_parser("eval", help="measure retrieval or answer quality")
     kinds = evaluate.add_subparsers(dest="kind", required=True)
     retrieval = kinds.add_parser("retrieval", help="recall/MRR on a QA file, or nDCG on a BEIR folder")
     retrieval.add_argument("--qa", help="questions with gold abstracts (JSONL, as eval/dev.jsonl)")
@@ -128,6 +194,11 @@ def build_parser() -> argparse.ArgumentParser:
     retrieval.add_argument("--qrels", help="BEIR qrels TSV (query-id, corpus-id, score)")
     retrieval.add_argument("--json", action="store_true")
     retrieval.set_defaults(run=_eval_retrieval)
+    answers = kinds.add_parser("answers", help="citation precision/recall, facts, abstention, latency")
+    answers.add_argument("--qa", required=True, help="questions with gold abstracts (JSONL)")
+    answers.add_argument("--limit", type=int, help="only the first N questions")
+    answers.add_argument("--json", action="store_true")
+    answers.set_defaults(run=_eval_answers)
     return parser
 
 
@@ -136,7 +207,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.run(Assistant(), args)
-    except (QuestionError, StoreError, EmbeddingError, ValidationError, ValueError) as error:
+    except (QuestionError, StoreError, EmbeddingError, GenerationError, ModelFileError,
+            ValidationError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 

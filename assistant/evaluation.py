@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import re
 import json
 import statistics
 import time
@@ -158,4 +159,72 @@ def evaluate_beir(
         "ndcg@10": _mean([s["ndcg_cut_10"] for s in scores.values()]),
         "recall@100": _mean([s["recall_100"] for s in scores.values()]),
         "latency": latency_summary(seconds),
+    }
+
+
+def _contains(text: str, fact: str) -> bool:
+    """Whole-word, case-insensitive containment."""
+    return re.search(rf"(?<!\w){re.escape(fact.lower())}(?!\w)", text.lower()) is not None
+
+
+def evaluate_answers(
+    assistant: Assistant, path: str | Path, limit: int | None = None, progress: bool = False
+) -> dict[str, Any]:
+    """Answer quality of `Assistant.ask` on a QA file, overall and per question type.
+
+    citation precision: cited abstracts that are gold (an unanswerable question has no
+    gold, so any citation there counts against precision); citation recall: gold
+    abstracts cited; must_contain: facts found in the answer (whole word, any case);
+    abstention accuracy: unanswerable → abstained, answerable → answered.
+    """
+    items = load_qa(path)[:limit]
+    assistant.ensure_corpus()
+    gold = gold_ids(assistant, items)
+    rows = []
+    for number, item in enumerate(items, start=1):
+        answer = assistant.ask(item["question"])
+        cited = {c.abstract.id for c in answer.citations}
+        facts = item.get("must_contain", [])
+        rows.append({
+            "id": item["id"],
+            "type": item.get("type", "untyped"),
+            "answerable": bool(gold[item["id"]]),
+            "abstained": answer.abstained,
+            "cited": len(cited),
+            "cited_gold": len(cited & gold[item["id"]]),
+            "gold": len(gold[item["id"]]),
+            "facts": len(facts),
+            "facts_found": sum(_contains(answer.text, f) for f in facts),
+            "first_token": answer.timings.get("first_token"),
+            "total": answer.timings["total"],
+            "answer": answer.text,
+        })
+        if progress:
+            print(f"[{number}/{len(items)}] {item['id']} {'abstained' if answer.abstained else 'answered'} "
+                  f"in {answer.timings['total']:.1f} s: {answer.text[:100]}", flush=True)
+
+    def summarise(group: list[dict[str, Any]]) -> dict[str, Any]:
+        cited = sum(r["cited"] for r in group)
+        gold_total = sum(r["gold"] for r in group if r["answerable"])
+        facts = sum(r["facts"] for r in group if r["answerable"])
+        first = [r["first_token"] for r in group if r["first_token"] is not None]
+        return {
+            "questions": len(group),
+            "citation_precision": sum(r["cited_gold"] for r in group) / cited if cited else None,
+            "citation_recall": sum(r["cited_gold"] for r in group if r["answerable"]) / gold_total if gold_total else None,
+            "must_contain": sum(r["facts_found"] for r in group if r["answerable"]) / facts if facts else None,
+            "abstention_accuracy": _mean([float(r["abstained"] != r["answerable"]) for r in group]),
+            "first_token": latency_summary(first),
+            "total": latency_summary([r["total"] for r in group]),
+        }
+
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        groups["all"].append(row)
+        groups[row["type"]].append(row)
+    return {
+        "file": str(path),
+        "model": assistant.generator.model_name,
+        "by_type": {name: summarise(group) for name, group in sorted(groups.items())},
+        "questions": rows,
     }

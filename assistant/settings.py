@@ -101,7 +101,28 @@ class Settings(BaseSettings):
     )
     llm_model: str = Field(
         default="qwen2.5-coder-1.5b-instruct-q4_k_m",
-        description="Model name (for `openai`: the model id sent to the server).",
+        description="Model name. `local`: qwen2.5-coder-1.5b-instruct-q4_k_m (default) or "
+        "qwen2.5-coder-0.5b-instruct-q4_k_m (faster, much weaker answers); "
+        "`openai`: the model id sent to the server.",
+    )
+    llm_threads: int = Field(
+        default=0, description="CPU threads for the local model (0: all cores)."
+    )
+    llm_context_tokens: int = Field(
+        default=4096, description="Context window of the local model, in tokens."
+    )
+    llm_max_tokens: int = Field(default=200, description="Most tokens an answer may have.")
+    context_tokens: int = Field(
+        default=400,
+        description="Token budget of the sources shown to the model (their best sentences).",
+    )
+    source_score_ratio: float = Field(
+        default=0.5,
+        description="Sources shown to the model must score at least this share of the best hit.",
+    )
+    min_relevance: float = Field(
+        default=0.45,
+        description="Abstain without asking the model when the best hit's relevance is lower.",
     )
 
     # OpenAI / OpenAI-compatible servers (used by the `openai` backends)

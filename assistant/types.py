@@ -88,7 +88,8 @@ class IngestReport:
 
 @dataclass(frozen=True)
 class Citation:
-    """A numbered reference in an answer: the abstract and the sentences that support it."""
+    """A numbered reference in an answer: the abstract, the sentence(s) of it that support
+    the answer, and how strongly (share of the claim's content words found in it)."""
 
     number: int
     abstract: Abstract
@@ -98,9 +99,42 @@ class Citation:
 
 @dataclass
 class Answer:
-    """An answer whose [n] markers point at `citations`; ``abstained`` when it declined."""
+    """An answer whose [n] markers point at ``citations`` (numbered by first use).
+
+    ``abstained`` is True when the indexed abstracts do not answer the question
+    (``abstain_reason``: low_relevance, model_declined or unsupported); an abstention
+    carries no citations. ``sources`` are the hits the model saw; ``unsupported`` the
+    answer sentences no source supports; ``timings`` are seconds (retrieve, first_token,
+    total); ``raw_text`` is what the model wrote before citations were verified.
+    """
 
     text: str
     citations: list[Citation] = field(default_factory=list)
     sources: list[Hit] = field(default_factory=list)
     abstained: bool = False
+    abstain_reason: str | None = None
+    unsupported: list[str] = field(default_factory=list)
+    question: str = ""
+    model: str = ""
+    timings: dict[str, float] = field(default_factory=dict)
+    usage: Any = None
+    raw_text: str = ""
+
+    def references(self) -> list[str]:
+        """One line per citation: number, display title, link."""
+        return [
+            f"[{c.number}] {c.abstract.title}" + (f" — {c.abstract.url}" if c.abstract.url else "")
+            for c in self.citations
+        ]
+
+    def __str__(self) -> str:
+        return "\n".join([self.text, "", *self.references()]) if self.citations else self.text
+
+    def _repr_markdown_(self) -> str:
+        lines = [self.text]
+        if self.citations:
+            lines.append("")
+            for c in self.citations:
+                title = f"[{c.abstract.title}]({c.abstract.url})" if c.abstract.url else c.abstract.title
+                lines.append(f"{c.number}. {title}")
+        return "\n".join(lines)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 import assistant as package
@@ -37,8 +35,3 @@ def test_module_level_search_ingests_the_bundled_corpus_into_an_empty_index() ->
         assert package.default_assistant().stats()["abstracts"] == SAMPLE_UNIQUE
     finally:
         package._default = None
-
-
-def test_ask_says_it_is_not_built_yet(tmp_path: Path) -> None:
-    with pytest.raises(NotImplementedError, match="not implemented yet"):
-        Assistant(data_dir=tmp_path, auto_ingest=False).ask("What is QKNorm?")

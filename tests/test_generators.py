@@ -1,0 +1,100 @@
+"""Generation backends: the shipped GGUF, and the `openai` backend against a real
+OpenAI-compatible server (llama.cpp's, started on a free localhost port)."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from assistant import Assistant, GenerationError
+from assistant.answer.generators import Usage, create
+from assistant.answer.model_files import MODELS, ModelFileError, model_path
+from assistant.settings import Settings
+
+LOCAL_MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_assembled_model_matches_its_published_size_and_hash() -> None:
+    path = model_path(LOCAL_MODEL, Settings().cache_dir)
+    assert path.stat().st_size == MODELS[LOCAL_MODEL].size
+    assert path.with_suffix(".verified").read_text().startswith(MODELS[LOCAL_MODEL].sha256)
+
+
+def test_unknown_or_uninstalled_models_are_refused(tmp_path: Path) -> None:
+    with pytest.raises(ModelFileError, match="no local model named"):
+        model_path("gpt-7", tmp_path)
+    with pytest.raises(ModelFileError, match="part 1 of 6 is not installed"):
+        model_path("qwen2.5-coder-0.5b-instruct-q4_k_m", tmp_path)
+
+
+@pytest.fixture(scope="module")
+def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, subprocess.Popen]]:
+    """llama.cpp's OpenAI-compatible server with the shipped model: (base URL, process)."""
+    port = _free_port()
+    model = model_path(LOCAL_MODEL, Settings().cache_dir)
+    log = (tmp_path_factory.mktemp("server") / "server.log").open("w")
+    process = subprocess.Popen(
+        [sys.executable, "-m", "llama_cpp.server", "--model", str(model), "--model_alias", "qwen-local",
+         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096"],
+        stdout=log, stderr=subprocess.STDOUT,
+    )
+    base_url = f"http://127.0.0.1:{port}/v1"
+    deadline = time.monotonic() + 120
+    while True:
+        try:
+            if httpx.get(f"{base_url}/models", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            pass
+        assert process.poll() is None, "llama_cpp.server exited"
+        assert time.monotonic() < deadline, "llama_cpp.server did not start within 120 s"
+        time.sleep(0.5)
+    yield base_url, process
+    process.terminate()
+    process.wait(timeout=30)
+
+
+@pytest.mark.slow
+def test_openai_backend_streams_from_a_real_server(llama_server: tuple[str, subprocess.Popen]) -> None:
+    generator = create(Settings(llm_backend="openai", llm_model="qwen-local", openai_base_url=llama_server[0]))
+    usage = Usage()
+    deltas = list(generator.stream([{"role": "user", "content": "Reply with the word: ready"}], 8, usage))
+    assert len(deltas) >= 1 and "ready" in "".join(deltas).lower()
+    assert usage.completion_tokens >= 1
+
+
+@pytest.mark.slow
+def test_openai_backend_answers_with_citations(llama_server: tuple[str, subprocess.Popen], sample_index: Assistant) -> None:
+    assistant = Assistant(sample_index.settings, llm_backend="openai", llm_model="qwen-local", openai_base_url=llama_server[0])
+    answer = assistant.ask("What technique did the Pangu Ultra team introduce to eliminate loss spikes?")
+    assert not answer.abstained and answer.model == "qwen-local"
+    assert answer.citations[0].abstract.text.startswith("We present Pangu Ultra")
+    assert "sandwich" in answer.text.lower()
+
+
+@pytest.mark.slow
+def test_a_stopped_server_is_one_clear_error_within_the_timeout(
+    llama_server: tuple[str, subprocess.Popen], sample_index: Assistant
+) -> None:
+    base_url, process = llama_server
+    process.terminate()
+    process.wait(timeout=30)
+    assistant = Assistant(sample_index.settings, llm_backend="openai", llm_model="qwen-local",
+                          openai_base_url=base_url, openai_timeout=5, openai_max_retries=1)
+    started = time.monotonic()
+    with pytest.raises(GenerationError, match=f"cannot reach the model server at {base_url}"):
+        assistant.ask("What technique did the Pangu Ultra team introduce to eliminate loss spikes?")
+    assert time.monotonic() - started < 30
