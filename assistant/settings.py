@@ -113,11 +113,11 @@ class Settings(BaseSettings):
     )
     llm_max_tokens: int = Field(default=200, description="Most tokens an answer may have.")
     context_tokens: int = Field(
-        default=400,
+        default=350,
         description="Token budget of the sources shown to the model (their best sentences).",
     )
     source_score_ratio: float = Field(
-        default=0.5,
+        default=0.6,
         description="Sources shown to the model must score at least this share of the best hit.",
     )
     min_relevance: float = Field(
@@ -138,6 +138,12 @@ class Settings(BaseSettings):
     openai_max_retries: int = Field(
         default=2, description="Retries of a failed request (the openai client's own retry logic)."
     )
+
+    # App
+    app_host: str = Field(
+        default="127.0.0.1", description="Address the chat app listens on (localhost only by default)."
+    )
+    app_port: int = Field(default=7860, description="Port of the chat app.")
 
     @model_validator(mode="after")
     def _chroma_server_needs_both(self) -> Settings:

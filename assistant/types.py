@@ -86,6 +86,14 @@ class IngestReport:
         return "\n".join(lines)
 
 
+@dataclass
+class Usage:
+    """Tokens one generation used; filled in by the generator as it streams."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
 @dataclass(frozen=True)
 class Citation:
     """A numbered reference in an answer: the abstract, the sentence(s) of it that support
@@ -117,7 +125,7 @@ class Answer:
     question: str = ""
     model: str = ""
     timings: dict[str, float] = field(default_factory=dict)
-    usage: Any = None
+    usage: Usage | None = None
     raw_text: str = ""
 
     def references(self) -> list[str]:

@@ -4,13 +4,18 @@ On 2 CPU cores every prompt token costs about 11 ms before the first answer toke
 the model is shown the sentences of each retrieved abstract that are closest to the
 question, not whole abstracts. Closeness mixes embedding similarity (topic) with the
 share of the question's content words a sentence contains (embedding similarity alone
-prefers a topical sentence over the one that states the asked-for fact). Each source keeps at least its
+prefers a topical sentence over the one that states the asked-for fact).
+
+Abstract text is data, never instructions: besides the prompt saying so, sentences that
+read as instructions to an assistant ("ignore previous instructions", "reply only
+with …") are left out of the excerpts; they carry no findings. Each source keeps at least its
 best sentence; the rest of the budget goes to the next-best sentences across sources.
 Sentences stay in their original order. Tokens are counted with tiktoken.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -23,6 +28,12 @@ from assistant.types import Hit
 
 _ENCODING = tiktoken.get_encoding("cl100k_base")
 WORD_OVERLAP_WEIGHT = 0.5
+_INSTRUCTION = re.compile(
+    r"\b(?:ignore|disregard|forget)\b.{0,20}\b(?:instructions|rules|prompt)\b|\b(?:reply|respond|answer) only\b"
+    r"|\bdo not (?:cite|answer|follow)\b|\byou are (?:an?|the) (?:assistant|ai|language model|chatbot)\b"
+    r"|\bsystem prompt\b",
+    re.IGNORECASE,
+)
 
 
 def count_tokens(text: str) -> int:
@@ -53,7 +64,7 @@ def build(question: str, hits: list[Hit], embedder: Embedder, budget_tokens: int
     """Number the hits and pick their excerpts so that all of them fit ``budget_tokens``."""
     if not hits:
         return []
-    per_hit = [sentences(hit.abstract.text) for hit in hits]
+    per_hit = [[s for s in sentences(hit.abstract.text) if not _INSTRUCTION.search(s)] or [""] for hit in hits]
     flat = [(h, s) for h, group in enumerate(per_hit) for s in range(len(group))]
     vectors = embedder.embed([question] + [per_hit[h][s] for h, s in flat])
     asked = content_words(question) or {""}

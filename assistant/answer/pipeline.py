@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from assistant.api import Assistant
 
 ABSTAIN_TEXT = "The indexed abstracts do not answer this question."
+_NOT_IN_SOURCES = re.compile(r"\bNOT IN (?:THE )?SOURCES\b\.?", re.IGNORECASE)
 _DECLINE = re.compile(
     r"NOT IN SOURCES|\b(?:do|does|did) not (?:contain|provide|mention|include|specify|state|answer|address|say)"
     r"|\bno (?:information|mention|source)\b|\bcannot (?:be )?(?:answer|determine|find)",
@@ -77,10 +78,11 @@ def stream_answer(
     timings["total"] = time.perf_counter() - started
     fields = {"timings": timings, "usage": usage, "raw_text": raw}
     shown = [s.hit for s in sources]
-    if "NOT IN SOURCES" in raw.upper() or not raw:
+    answer_text = _NOT_IN_SOURCES.sub("", raw).strip()  # the model may add it after an answer
+    if not answer_text:
         yield _abstention(query, shown, "model_declined", generator.model_name, **fields)
         return
-    checked = citations.attribute(raw, sources)
+    checked = citations.attribute(answer_text, sources)
     if checked.supported_claims == 0:
         reason = "model_declined" if _DECLINE.search(raw) else "unsupported"
         yield _abstention(query, shown, reason, generator.model_name, **fields)

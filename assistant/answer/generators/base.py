@@ -3,18 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Protocol
 
+from assistant.types import Usage
+
 Message = dict[str, str]
-
-
-@dataclass
-class Usage:
-    """Tokens one generation used; filled in by the generator as it streams."""
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
 
 
 class Generator(Protocol):

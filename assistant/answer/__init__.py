@@ -1,0 +1,1 @@
+"""Answering: generators, context building, citation checks, the ask/chat pipeline."""
