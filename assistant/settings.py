@@ -113,11 +113,11 @@ class Settings(BaseSettings):
     )
     llm_max_tokens: int = Field(default=200, description="Most tokens an answer may have.")
     context_tokens: int = Field(
-        default=350,
+        default=400,
         description="Token budget of the sources shown to the model (their best sentences).",
     )
     source_score_ratio: float = Field(
-        default=0.6,
+        default=0.5,
         description="Sources shown to the model must score at least this share of the best hit.",
     )
     min_relevance: float = Field(
