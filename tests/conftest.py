@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,13 @@ from assistant.settings import BUNDLED_CORPUS
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLE_PARAGRAPHS = 337
 SAMPLE_UNIQUE = 330
+
+
+def free_port() -> int:
+    """A TCP port on localhost that nothing listens on right now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
 
 
 @pytest.fixture(autouse=True)

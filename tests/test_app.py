@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -17,13 +16,9 @@ import assistant  # noqa: F401 - sets HF_HUB_OFFLINE before gradio_client is imp
 from app import answer_markdown, sources_html
 from assistant import Abstract, Answer, Citation, Hit
 
+from conftest import free_port
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_abstract_text_and_model_output_are_escaped() -> None:
@@ -40,7 +35,7 @@ def test_abstract_text_and_model_output_are_escaped() -> None:
 
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "ASSISTANT_DATA_DIR": str(tmp_path_factory.mktemp("app-index")), "ASSISTANT_APP_PORT": str(port)}
     log = (tmp_path_factory.mktemp("app") / "app.log").open("w")
     process = subprocess.Popen([sys.executable, str(ROOT / "app.py")], env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)

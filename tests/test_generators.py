@@ -3,7 +3,6 @@ OpenAI-compatible server (llama.cpp's, started on a free localhost port)."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import time
@@ -18,13 +17,9 @@ from assistant.answer.generators import Usage, create
 from assistant.answer.model_files import MODELS, ModelFileError, model_path
 from assistant.settings import Settings
 
+from conftest import free_port
+
 LOCAL_MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_assembled_model_matches_its_published_size_and_hash() -> None:
@@ -43,7 +38,7 @@ def test_unknown_or_uninstalled_models_are_refused(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, subprocess.Popen]]:
     """llama.cpp's OpenAI-compatible server with the shipped model: (base URL, process)."""
-    port = _free_port()
+    port = free_port()
     model = model_path(LOCAL_MODEL, Settings().cache_dir)
     log = (tmp_path_factory.mktemp("server") / "server.log").open("w")
     process = subprocess.Popen(

@@ -4,7 +4,6 @@ lexical overlap, abstract-level aggregation (real models, real Chroma, real BM25
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -17,13 +16,7 @@ from assistant import Assistant
 from assistant.index.store import ChromaStore, EmbedderMismatchError, StoreError
 from assistant.settings import BUNDLED_CORPUS, Settings
 
-from conftest import SAMPLE_UNIQUE
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from conftest import SAMPLE_UNIQUE, free_port
 
 
 @pytest.fixture
@@ -31,7 +24,7 @@ def chroma_server(tmp_path: Path) -> Iterator[int]:
     """A real Chroma server on a free localhost port, stopped after the test."""
     chroma = shutil.which("chroma", path=str(Path(sys.executable).parent))
     assert chroma, "the chroma command is installed with chromadb"
-    port = _free_port()
+    port = free_port()
     process = subprocess.Popen(
         [chroma, "run", "--path", str(tmp_path / "server-data"), "--host", "127.0.0.1", "--port", str(port)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -65,7 +58,7 @@ def test_ingest_into_a_chroma_server(chroma_server: int, tmp_path: Path) -> None
 
 
 def test_unreachable_chroma_server_is_a_clear_error(tmp_path: Path) -> None:
-    assistant = Assistant(data_dir=tmp_path, chroma_host="127.0.0.1", chroma_port=_free_port())
+    assistant = Assistant(data_dir=tmp_path, chroma_host="127.0.0.1", chroma_port=free_port())
     with pytest.raises(StoreError, match="cannot reach the Chroma server"):
         assistant.stats()
 
