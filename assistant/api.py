@@ -81,7 +81,7 @@ class Assistant:
         """Hybrid dense + BM25 retrieval over this index."""
         return HybridRetriever(self.store, self.embedder, self.bm25, self.settings)
 
-    def _sync_lexical(self) -> None:
+    def refresh_lexical(self) -> None:
         """Rebuild BM25 when it does not cover exactly the committed abstracts.
 
         Two cheap counts tell whether Chroma changed since the last check (here or in
@@ -105,7 +105,7 @@ class Assistant:
         if isinstance(paths, str | Path):
             paths = [paths]
         report = run_ingest(paths, self.store, self.embedder, self.settings, progress, on_batch)
-        self._sync_lexical()
+        self.refresh_lexical()
         return report
 
     def ensure_corpus(self) -> IngestReport | None:
@@ -134,7 +134,7 @@ class Assistant:
             raise ValueError("k must be at least 1")
         parsed = SearchFilters.parse(filters)
         self.ensure_corpus()
-        self._sync_lexical()
+        self.refresh_lexical()
         return self.retriever.search(question, k, parsed)
 
     def ask_stream(self, question: str) -> Iterator[str | Answer]:
@@ -169,4 +169,4 @@ class Assistant:
     def reset(self) -> None:
         """Delete everything in this index (vectors, abstracts and the BM25 index)."""
         self.store.reset()
-        self._sync_lexical()
+        self.refresh_lexical()
