@@ -10,7 +10,7 @@ from assistant import Assistant, Hit, QuestionError
 from conftest import SAMPLE_UNIQUE
 
 
-@pytest.mark.parametrize("question", ["", "   \n\t", "x" * 100_000])
+@pytest.mark.parametrize("question", ["", "   \n\t", "x" * 100_000], ids=["empty", "whitespace", "100k-chars"])
 def test_empty_and_huge_questions_are_rejected_clearly(sample_index: Assistant, question: str) -> None:
     with pytest.raises(QuestionError, match="empty|characters long"):
         sample_index.search(question)

@@ -47,7 +47,7 @@ def test_stream_yields_deltas_then_the_answer(sample_index: Assistant) -> None:
     assert "".join(deltas).strip() == final.raw_text
 
 
-@pytest.mark.parametrize("question", ["", "   ", "x" * 100_000])
+@pytest.mark.parametrize("question", ["", "   ", "x" * 100_000], ids=["empty", "whitespace", "100k-chars"])
 def test_bad_questions_are_clear_errors(sample_index: Assistant, question: str) -> None:
     with pytest.raises(QuestionError):
         sample_index.ask(question)
