@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import time
 from pathlib import Path
 
+import httpx
 import pytest
 
 from assistant import Assistant
@@ -21,6 +24,20 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
+
+
+def wait_until_up(url: str, process: subprocess.Popen, seconds: float) -> None:
+    """Poll ``url`` until it answers 200; fail if the server process exits or time runs out."""
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        assert process.poll() is None, f"the server for {url} exited"
+        assert time.monotonic() < deadline, f"{url} did not answer within {seconds} s"
+        time.sleep(0.5)
 
 
 @pytest.fixture(autouse=True)

@@ -5,18 +5,16 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 import assistant  # noqa: F401 - sets HF_HUB_OFFLINE before gradio_client is imported
 from app import answer_markdown, sources_html
 from assistant import Abstract, Answer, Citation, Hit
 
-from conftest import free_port
+from conftest import free_port, wait_until_up
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -40,16 +38,7 @@ def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     log = (tmp_path_factory.mktemp("app") / "app.log").open("w")
     process = subprocess.Popen([sys.executable, str(ROOT / "app.py")], env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 300
-    while True:
-        try:
-            if httpx.get(url, timeout=2).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        assert process.poll() is None, "app.py exited"
-        assert time.monotonic() < deadline, "the app did not start within 300 s"
-        time.sleep(1)
+    wait_until_up(url, process, 300)
     yield url
     process.terminate()
     process.wait(timeout=30)

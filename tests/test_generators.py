@@ -9,7 +9,6 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from assistant import Assistant, GenerationError
@@ -17,7 +16,7 @@ from assistant.answer.generators import Usage, create
 from assistant.answer.model_files import MODELS, ModelFileError, model_path
 from assistant.settings import Settings
 
-from conftest import free_port
+from conftest import free_port, wait_until_up
 
 LOCAL_MODEL = "qwen2.5-coder-1.5b-instruct-q4_k_m"
 
@@ -47,16 +46,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str
         stdout=log, stderr=subprocess.STDOUT,
     )
     base_url = f"http://127.0.0.1:{port}/v1"
-    deadline = time.monotonic() + 120
-    while True:
-        try:
-            if httpx.get(f"{base_url}/models", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        assert process.poll() is None, "llama_cpp.server exited"
-        assert time.monotonic() < deadline, "llama_cpp.server did not start within 120 s"
-        time.sleep(0.5)
+    wait_until_up(f"{base_url}/models", process, 120)
     yield base_url, process
     process.terminate()
     process.wait(timeout=30)

@@ -5,18 +5,16 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from assistant import Assistant
 from assistant.index.store import ChromaStore, EmbedderMismatchError, StoreError
 from assistant.settings import BUNDLED_CORPUS, Settings
 
-from conftest import SAMPLE_UNIQUE, free_port
+from conftest import SAMPLE_UNIQUE, free_port, wait_until_up
 
 
 @pytest.fixture
@@ -29,16 +27,7 @@ def chroma_server(tmp_path: Path) -> Iterator[int]:
         [chroma, "run", "--path", str(tmp_path / "server-data"), "--host", "127.0.0.1", "--port", str(port)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
-        assert process.poll() is None, "chroma run exited"
-        assert time.monotonic() < deadline, "chroma run did not start within 60 s"
-        time.sleep(0.2)
+    wait_until_up(f"http://127.0.0.1:{port}/api/v2/heartbeat", process, 60)
     yield port
     process.terminate()
     process.wait(timeout=30)

@@ -15,15 +15,9 @@ def create(settings: Settings) -> Generator:
             settings.llm_model, settings.cache_dir, settings.llm_threads, settings.llm_context_tokens
         )
     from assistant.answer.generators.openai_chat import OpenAIChat
+    from assistant.openai_client import make_client
 
-    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
-    return OpenAIChat(
-        settings.llm_model,
-        settings.openai_base_url,
-        key,
-        settings.openai_timeout,
-        settings.openai_max_retries,
-    )
+    return OpenAIChat(make_client(settings), settings.llm_model)
 
 
 __all__ = ["GenerationError", "Generator", "Message", "Usage", "create"]

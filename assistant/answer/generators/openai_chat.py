@@ -16,15 +16,8 @@ class OpenAIChat:
     no fallback to another model.
     """
 
-    def __init__(
-        self, model: str, base_url: str | None, api_key: str | None, timeout: float, max_retries: int
-    ) -> None:
-        self.client = openai.OpenAI(
-            base_url=base_url,
-            api_key=api_key or "not-needed",
-            timeout=timeout,
-            max_retries=max_retries,
-        )
+    def __init__(self, client: openai.OpenAI, model: str) -> None:
+        self.client = client
         self.model_name = model
 
     def stream(self, messages: list[Message], max_tokens: int, usage: Usage) -> Iterator[str]:

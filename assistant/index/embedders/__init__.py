@@ -19,16 +19,9 @@ def create(settings: Settings) -> Embedder:
             settings.embed_max_tokens, settings.embed_threads, settings.embed_batch_size
         )
     from assistant.index.embedders.openai_embedder import OpenAIEmbedder
+    from assistant.openai_client import make_client
 
-    key = settings.openai_api_key.get_secret_value() if settings.openai_api_key else None
-    return OpenAIEmbedder(
-        settings.embed_model,
-        settings.openai_base_url,
-        key,
-        settings.openai_timeout,
-        settings.openai_max_retries,
-        settings.embed_batch_size,
-    )
+    return OpenAIEmbedder(make_client(settings), settings.embed_model, settings.embed_batch_size)
 
 
 __all__ = ["Embedder", "EmbeddingError", "create"]

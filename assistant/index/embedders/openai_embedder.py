@@ -11,21 +11,8 @@ from assistant.index.embedders.base import EmbeddingError
 class OpenAIEmbedder:
     """Calls ``client.embeddings.create``; the dimension is learned from the first reply."""
 
-    def __init__(
-        self,
-        model: str,
-        base_url: str | None,
-        api_key: str | None,
-        timeout: float,
-        max_retries: int,
-        batch_size: int = 64,
-    ) -> None:
-        self.client = openai.OpenAI(
-            base_url=base_url,
-            api_key=api_key or "not-needed",
-            timeout=timeout,
-            max_retries=max_retries,
-        )
+    def __init__(self, client: openai.OpenAI, model: str, batch_size: int = 64) -> None:
+        self.client = client
         self.model = model
         self.batch_size = batch_size
         self.model_id = f"openai:{model}"
