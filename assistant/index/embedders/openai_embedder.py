@@ -31,7 +31,13 @@ class OpenAIEmbedder:
                     f"embedding server {self.client.base_url} failed for model "
                     f"{self.model!r}: {error}"
                 ) from error
-            rows += [item.embedding for item in sorted(reply.data, key=lambda d: d.index)]
+            for item in sorted(reply.data, key=lambda d: d.index):
+                if not item.embedding or not isinstance(item.embedding[0], int | float):
+                    raise EmbeddingError(
+                        f"embedding server {self.client.base_url} returned token-level, not text-level "
+                        f"vectors for model {self.model!r}; serve an embedding model (with pooling)"
+                    )
+                rows.append(item.embedding)
         vectors = np.asarray(rows, dtype=np.float32).reshape(len(rows), -1)
         if len(vectors):
             self.dimension = vectors.shape[1]
