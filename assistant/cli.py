@@ -60,9 +60,9 @@ def _search(assistant: Assistant, args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_answer(stream, show: bool = True) -> Answer:
+def _print_answer(stream) -> Answer:
     """Stream the model's words to the terminal, then the verified answer and references."""
-    answer = final(stream, on_delta=lambda d: print(d, end="", flush=True) if show else None)
+    answer = final(stream, on_delta=lambda d: print(d, end="", flush=True))
     print()
     if answer.abstained or answer.text != answer.raw_text:
         print(f"\n{answer.text}")

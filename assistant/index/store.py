@@ -212,23 +212,21 @@ class ChromaStore:
         metadatas = self.abstracts.get(where={"status": DONE}, include=["metadatas"])["metadatas"]
         return Counter(m["source"] for m in metadatas)
 
-    def get_abstracts(self, ids: list[str]) -> dict[str, Abstract]:
-        """Indexed abstracts by id (pending ones are left out)."""
-        if not ids:
-            return {}
+    def _read(self, ids: list[str] | None = None) -> list[Abstract]:
+        """Indexed abstracts (all, or these ids); pending ones are left out."""
         got = self.abstracts.get(ids=ids, where={"status": DONE}, include=["documents", "metadatas"])
-        return {
-            i: _abstract_from(i, text, metadata)
-            for i, text, metadata in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
-        }
-
-    def all_abstracts(self) -> list[Abstract]:
-        """Every indexed abstract (used to build the lexical index)."""
-        got = self.abstracts.get(where={"status": DONE}, include=["documents", "metadatas"])
         return [
             _abstract_from(i, text, metadata)
             for i, text, metadata in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
         ]
+
+    def get_abstracts(self, ids: list[str]) -> dict[str, Abstract]:
+        """Indexed abstracts by id."""
+        return {a.id: a for a in self._read(ids)} if ids else {}
+
+    def all_abstracts(self) -> list[Abstract]:
+        """Every indexed abstract (used to build the lexical index)."""
+        return self._read()
 
     def query_chunks(
         self, vector: np.ndarray, n: int, where: dict[str, Any] | None = None
