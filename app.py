@@ -1,104 +1,179 @@
 """The chat app: ``python app.py`` serves the assistant at http://127.0.0.1:7860.
 
-A chat with streamed answers and follow-up questions, and beside it the sources of the
-latest answer: each cited abstract with its number, title, link and supporting
-sentences; retrieved but uncited abstracts below. All abstract text and model output is
-HTML-escaped before display. The ``/chat`` endpoint takes just the message, so
+A chat with streamed answers and follow-up questions; beside it the sources of the
+latest answer (cited abstracts with their supporting sentences highlighted, the
+retrieved but uncited ones collapsed); settings (number of sources, a source filter,
+the model in use, a new chat); example questions; and uploads of more papers. The
+``/chat`` endpoint takes just the message, so
 ``gradio_client.Client(url).predict(message, api_name="/chat")`` works.
 """
 
 from __future__ import annotations
 
 import html
+import logging
 from collections.abc import Iterator
+from typing import Any
 
 import gradio as gr
 
-from assistant import Answer, Assistant, Chat, GenerationError, QuestionError, default_assistant
+from assistant import Answer, Assistant, Chat, GenerationError, QuestionError, default_assistant, render
+from assistant.corpus import LOADERS
 
+log = logging.getLogger("assistant.app")
+
+ALL_SOURCES = "All sources"
 Turn = dict[str, str]
 
 
-def _link(url: str | None, text: str) -> str:
-    if not url or not url.startswith(("http://", "https://")):
-        return html.escape(text)
-    return f'<a href="{html.escape(url, quote=True)}" target="_blank" rel="noopener">{html.escape(text)}</a>'
+def status_line(assistant: Assistant) -> str:
+    """How many abstracts are indexed and which model answers."""
+    s = assistant.settings
+    return (
+        f"**Abstract Assistant** · {assistant.stats()['abstracts']:,} abstracts indexed · "
+        f"answers by `{html.escape(s.llm_model)}` ({s.llm_backend})"
+    )
 
 
-def sources_html(answer: Answer | None) -> str:
-    """The sources panel for an answer (escaped HTML)."""
-    if answer is None:
-        return "<p><em>Sources of the latest answer appear here.</em></p>"
-    parts = []
-    if answer.abstained:
-        parts.append("<p><strong>No answer:</strong> the indexed abstracts do not answer this question.</p>")
-    for citation in answer.citations:
-        evidence = "".join(f"<li><mark>{html.escape(e)}</mark></li>" for e in citation.evidence)
-        parts.append(
-            f'<div class="source" id="source-{citation.number}"><p><strong>[{citation.number}]</strong> '
-            f"{_link(citation.abstract.url, citation.abstract.title)}</p><ul>{evidence}</ul></div>"
+def source_choices(assistant: Assistant) -> list[str]:
+    """The source filter's options: all sources, then each indexed file."""
+    return [ALL_SOURCES, *assistant.stats()["by_source"]]
+
+
+def answerable_examples(assistant: Assistant) -> list[str]:
+    """The configured example questions that this index has relevant abstracts for."""
+    keep = []
+    for question in assistant.settings.app_examples:
+        hits = assistant.search(question, k=1)
+        if hits and hits[0].relevance >= assistant.settings.min_relevance:
+            keep.append(question)
+    return keep
+
+
+def _history(chat: Chat) -> list[Turn]:
+    return [
+        turn
+        for question, answer in chat.history
+        for turn in (
+            {"role": "user", "content": html.escape(question)},
+            {"role": "assistant", "content": render.answer_html(answer)},
         )
-    cited = {c.abstract.id for c in answer.citations}
-    others = [h for h in answer.sources if h.abstract.id not in cited]
-    if others:
-        items = "".join(f"<li>{_link(h.abstract.url, h.abstract.title)}</li>" for h in others)
-        parts.append(f"<details><summary>Retrieved, not cited ({len(others)})</summary><ul>{items}</ul></details>")
-    return "\n".join(parts)
-
-
-def answer_markdown(answer: Answer) -> str:
-    """The answer as shown in the chat: escaped text, unsupported sentences marked."""
-    text = html.escape(answer.text)
-    if answer.unsupported:
-        marked = "".join(f"\n- ⚠ {html.escape(s)}" for s in answer.unsupported)
-        text += f"\n\n*Not supported by any source:*{marked}"
-    return text
+    ]
 
 
 def build(assistant: Assistant) -> gr.Blocks:
     """The app's layout and events."""
-    stats = assistant.stats()
+    s = assistant.settings
     with gr.Blocks(title="Abstract Assistant") as demo:
-        gr.Markdown(
-            f"**Abstract Assistant** · {stats['abstracts']} abstracts indexed · "
-            f"answers by `{html.escape(assistant.settings.llm_model)}` ({assistant.settings.llm_backend})"
-        )
+        status = gr.Markdown(status_line(assistant), elem_id="status")
         conversation = gr.State(None)
         with gr.Row():
             with gr.Column(scale=3):
-                chatbot = gr.Chatbot(height=520, sanitize_html=True, label="Chat")
-                message = gr.Textbox(placeholder="Ask about the indexed abstracts…", label="Question")
-                new_chat = gr.Button("New chat")
-            with gr.Column(scale=2):
-                sources = gr.HTML(sources_html(None), label="Sources")
-
-        def respond(text: str, chat: Chat | None) -> Iterator[tuple[str, list[Turn], str, Chat]]:
-            chat = chat or assistant.chat()
-            shown: list[Turn] = [
-                turn for q, a in chat.history for turn in (
-                    {"role": "user", "content": html.escape(q)},
-                    {"role": "assistant", "content": answer_markdown(a)},
+                chatbot = gr.Chatbot(
+                    height=520, sanitize_html=True, label="Chat", elem_id="chat", buttons=["copy", "copy_all"]
                 )
+                message = gr.Textbox(
+                    placeholder="Ask about the indexed abstracts…", label="Question", elem_id="question"
+                )
+                examples = answerable_examples(assistant)
+                if examples:
+                    gr.Examples(examples=[[q] for q in examples], inputs=[message], label="Example questions")
+                with gr.Accordion("Settings", open=False):
+                    k = gr.Slider(1, 10, value=s.top_k, step=1, label="Number of sources")
+                    source = gr.Dropdown(source_choices(assistant), value=ALL_SOURCES, label="Search only in")
+                    gr.Textbox(f"{s.llm_model} ({s.llm_backend})", label="Model", interactive=False)
+                    new_chat = gr.Button("New chat")
+                with gr.Accordion("Add papers", open=False):
+                    upload = gr.File(
+                        label="Upload abstracts (" + ", ".join(sorted(LOADERS)) + ")",
+                        file_types=sorted(LOADERS),
+                        file_count="multiple",
+                        elem_id="upload",
+                    )
+                    upload_report = gr.HTML(elem_id="upload-report")
+            with gr.Column(scale=2):
+                sources = gr.HTML(
+                    render.sources_html(None), label="Sources", show_label=True, container=True, padding=True,
+                    elem_id="sources",
+                )
+
+        def respond(
+            text: str, chat: Chat | None, k: float = s.top_k, source: str = ALL_SOURCES
+        ) -> Iterator[tuple[str, list[Turn], Any, Chat]]:
+            chat = chat or assistant.chat()
+            shown = _history(chat) + [
+                {"role": "user", "content": html.escape(text)},
+                {"role": "assistant", "content": ""},
             ]
-            shown += [{"role": "user", "content": html.escape(text)}, {"role": "assistant", "content": ""}]
+            filters = {"source": source} if source and source != ALL_SOURCES else None
+            streamed = ""
             try:
-                for item in chat.ask_stream(text):
+                for item in chat.ask_stream(text, k=int(k), filters=filters):
                     if isinstance(item, Answer):
-                        shown[-1]["content"] = answer_markdown(item)
-                        yield "", shown, sources_html(item), chat
+                        shown[-1]["content"] = render.answer_html(item)
+                        yield "", shown, render.sources_html(item), chat
                     else:
-                        shown[-1]["content"] += html.escape(item)
+                        streamed += item
+                        shown[-1]["content"] = render.streaming_html(streamed)
                         yield "", shown, gr.skip(), chat
             except (QuestionError, GenerationError) as error:
                 shown[-1]["content"] = f"⚠ {html.escape(str(error))}"
                 yield "", shown, gr.skip(), chat
+            except Exception as error:  # the UI's boundary: a message, never a traceback
+                log.exception("answering failed")
+                shown[-1]["content"] = f"⚠ Something went wrong while answering: {html.escape(str(error))}"
+                yield "", shown, gr.skip(), chat
+
+        def add_papers(
+            files: list[str] | None, current: str, progress: gr.Progress = gr.Progress()
+        ) -> tuple[str, Any, Any]:
+            if not files:
+                return "", gr.skip(), gr.skip()
+            progress(0, desc="Reading files")
+            try:
+                report = assistant.ingest(
+                    files, on_batch=lambda done, total: progress((done, total), desc="Indexing", unit="abstracts")
+                )
+            except Exception as error:  # the UI's boundary: a message, never a traceback
+                log.exception("ingest failed")
+                return f"<p>⚠ The upload could not be indexed: {html.escape(str(error))}</p>", gr.skip(), gr.skip()
+            choices = source_choices(assistant)
+            return (
+                render.ingest_html(report, files),
+                status_line(assistant),
+                gr.Dropdown(choices=choices, value=current if current in choices else ALL_SOURCES),
+            )
 
         message.submit(
-            respond, [message, conversation], [message, chatbot, sources, conversation],
-            api_name="chat", concurrency_limit=1,
+            respond,
+            [message, conversation, k, source],
+            [message, chatbot, sources, conversation],
+            api_name="chat",
+            concurrency_limit=s.app_concurrency,
+            concurrency_id="model",
         )
-        new_chat.click(lambda: (None, [], sources_html(None)), None, [conversation, chatbot, sources], api_name=False)
+        new_chat.click(
+            lambda: (None, [], render.sources_html(None)), None, [conversation, chatbot, sources], api_name=False
+        )
+        upload.upload(
+            add_papers, [upload, source], [upload_report, status, source], api_name="add_papers", concurrency_limit=1
+        )
     return demo
+
+
+def launch(assistant: Assistant) -> None:
+    """Serve the app with the assistant's settings (host, port, share link, login)."""
+    s = assistant.settings
+    auth = (s.app_username, s.app_password.get_secret_value()) if s.app_username and s.app_password else None
+    theme = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"])
+    build(assistant).queue().launch(
+        server_name=s.app_host,
+        server_port=s.app_port,
+        share=s.app_share,
+        auth=auth,
+        theme=theme,
+        css=render.CSS,
+    )
 
 
 def main() -> None:
@@ -107,10 +182,7 @@ def main() -> None:
     report = assistant.ensure_corpus()
     if report:
         print(report.summary())
-    demo = build(assistant)
-    demo.queue(default_concurrency_limit=8).launch(
-        server_name=assistant.settings.app_host, server_port=assistant.settings.app_port
-    )
+    launch(assistant)
 
 
 if __name__ == "__main__":

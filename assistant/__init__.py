@@ -13,6 +13,7 @@ from assistant import offline
 offline.apply()
 
 from collections.abc import Iterator  # noqa: E402
+from typing import Any  # noqa: E402
 
 from assistant.answer.generators import GenerationError  # noqa: E402
 from assistant.answer.pipeline import Chat  # noqa: E402
@@ -45,14 +46,14 @@ def search(question: str, k: int = 10, filters: SearchFilters | dict | None = No
     return default_assistant().search(question, k, filters)
 
 
-def ask(question: str) -> Answer:
-    """Answer with the default assistant; see `Assistant.ask`."""
-    return default_assistant().ask(question)
+def ask(question: str, **options: Any) -> Answer:
+    """Answer with the default assistant; see `Assistant.ask` for the options."""
+    return default_assistant().ask(question, **options)
 
 
-def ask_stream(question: str) -> Iterator[str | Answer]:
+def ask_stream(question: str, **options: Any) -> Iterator[str | Answer]:
     """Stream an answer from the default assistant; see `Assistant.ask_stream`."""
-    return default_assistant().ask_stream(question)
+    return default_assistant().ask_stream(question, **options)
 
 
 __all__ = [

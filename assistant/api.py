@@ -137,14 +137,28 @@ class Assistant:
         self.refresh_lexical()
         return self.retriever.search(question, k, parsed)
 
-    def ask_stream(self, question: str) -> Iterator[str | Answer]:
-        """Yield the answer's text as the model writes it, then the verified `Answer`."""
-        return stream_answer(self, check_question(question))
+    def ask_stream(
+        self,
+        question: str,
+        k: int | None = None,
+        filters: SearchFilters | Mapping[str, Any] | None = None,
+    ) -> Iterator[str | Answer]:
+        """Yield the answer's text as the model writes it, then the verified `Answer`.
 
-    def ask(self, question: str) -> Answer:
+        ``k`` abstracts are retrieved (default: the ``top_k`` setting), restricted by
+        ``filters`` as in `search`.
+        """
+        return stream_answer(self, check_question(question), k=k, filters=filters)
+
+    def ask(
+        self,
+        question: str,
+        k: int | None = None,
+        filters: SearchFilters | Mapping[str, Any] | None = None,
+    ) -> Answer:
         """Answer a question in a few sentences, each claim citing the abstract that
         supports it, or abstain (``Answer.abstained``) when the abstracts do not answer."""
-        return final(self.ask_stream(question))
+        return final(self.ask_stream(question, k=k, filters=filters))
 
     def chat(self) -> Chat:
         """A multi-turn conversation over this index."""

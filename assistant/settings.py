@@ -144,11 +144,34 @@ class Settings(BaseSettings):
         default="127.0.0.1", description="Address the chat app listens on (localhost only by default)."
     )
     app_port: int = Field(default=7860, description="Port of the chat app.")
+    app_share: bool = Field(
+        default=False,
+        description="Ask Gradio for a public share link (off: the app is reachable only where it listens).",
+    )
+    app_username: str | None = Field(
+        default=None, description="Username the app asks for (set with app_password; unset: no login)."
+    )
+    app_password: SecretStr | None = Field(default=None, description="Password the app asks for.")
+    app_concurrency: int = Field(
+        default=1, ge=1, description="Answers the app generates at once; further requests wait in Gradio's queue."
+    )
+    app_examples: list[str] = Field(
+        default=[
+            "How does Pangu Ultra keep training stable without loss spikes?",
+            "How can pretrained Transformers be converted to linear attention?",
+            "What makes recurrent spiking neural networks efficient?",
+            "How does batch normalization help training?",
+        ],
+        description="Example questions offered in the app; those the index cannot answer "
+        "(no hit relevant enough) are left out.",
+    )
 
     @model_validator(mode="after")
     def _chroma_server_needs_both(self) -> Settings:
         if (self.chroma_host is None) != (self.chroma_port is None):
             raise ValueError("set both chroma_host and chroma_port to use a Chroma server")
+        if (self.app_username is None) != (self.app_password is None):
+            raise ValueError("set both app_username and app_password to require a login")
         if self.chunk_overlap >= self.chunk_size:
             raise ValueError("chunk_overlap must be smaller than chunk_size")
         return self

@@ -1,57 +1,223 @@
-"""The chat app in a subprocess on a free port, used through gradio_client."""
+"""The chat app in a subprocess on a free port: through gradio_client (one client, eight at
+once, a login), and in a real headless Chromium driven by playwright."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 import assistant  # noqa: F401 - sets HF_HUB_OFFLINE before gradio_client is imported
-from app import answer_markdown, sources_html
-from assistant import Abstract, Answer, Citation, Hit
 
 from conftest import free_port, wait_until_up
 
 ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts"
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update"]
+QUESTION = "What technique did the Pangu Ultra team introduce to eliminate loss spikes?"
+PANGU_FILE, OTHER_FILE = "000_f4a0e3667c329c35.txt", "003_459aabd20c272f9c.txt"
+XSS_TITLE = '<img src=x onerror="window.__xss=1;alert(1)"> Krypton-selective hexagonal zeolite membranes'
+XSS_RECORD = {
+    "id": "xss-1",
+    "title": XSS_TITLE,
+    "abstract": "Hexagonal zeolite membranes separate krypton from xenon with a selectivity of 42 at room "
+                "temperature. <script>window.__xss=2;alert(2)</script> The membranes are grown on porous "
+                "alumina and stay stable for 300 hours of continuous operation.",
+    "url": "javascript:window.__xss=3",
+}
+XSS_QUESTION = "What selectivity do hexagonal zeolite membranes reach for krypton over xenon?"
 
 
-def test_abstract_text_and_model_output_are_escaped() -> None:
-    evil = Abstract(id="x", text="<script>alert(1)</script> <img src=x onerror=alert(2)>", title="<b>T</b>",
-                    source="s", url="javascript:alert(3)")
-    answer = Answer(text="<img src=x onerror=alert(4)> claim [1]",
-                    citations=[Citation(1, evil, evidence=("<script>alert(1)</script>",))],
-                    sources=[Hit(evil, 1.0, 1)], unsupported=["<i>x</i> made up"])
-    panel, chat = sources_html(answer), answer_markdown(answer)
-    for rendered in (panel, chat):
-        assert "<script>" not in rendered and "<img" not in rendered and "<i>" not in rendered
-    assert "javascript:" not in panel and "&lt;script&gt;" in panel
+def start_app(data_dir: Path, log: Path, **settings: str) -> tuple[subprocess.Popen, str]:
+    """``python app.py`` on a free port with this data dir and these ASSISTANT_* settings."""
+    port = free_port()
+    env = {**os.environ, "ASSISTANT_DATA_DIR": str(data_dir), "ASSISTANT_APP_PORT": str(port),
+           **{f"ASSISTANT_{k.upper()}": v for k, v in settings.items()}}
+    process = subprocess.Popen([sys.executable, str(ROOT / "app.py")], env=env, cwd=ROOT,
+                               stdout=log.open("w"), stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    wait_until_up(url, process, 300)
+    return process, url
+
+
+def stop(process: subprocess.Popen) -> None:
+    process.terminate()
+    process.wait(timeout=30)
+
+
+def reply_text(chat: list[dict[str, Any]]) -> str:
+    """The text of the last chat message as gradio_client returns it (a string or parts)."""
+    content = chat[-1]["content"]
+    if isinstance(content, list):
+        return "".join(part.get("text", "") for part in content)
+    return str(content)
 
 
 @pytest.fixture(scope="module")
 def app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = free_port()
-    env = {**os.environ, "ASSISTANT_DATA_DIR": str(tmp_path_factory.mktemp("app-index")), "ASSISTANT_APP_PORT": str(port)}
-    log = (tmp_path_factory.mktemp("app") / "app.log").open("w")
-    process = subprocess.Popen([sys.executable, str(ROOT / "app.py")], env=env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    wait_until_up(url, process, 300)
+    """The app on the bundled corpus (indexed at start, as on a first run)."""
+    process, url = start_app(tmp_path_factory.mktemp("app-index"), tmp_path_factory.mktemp("app") / "app.log")
     yield url
-    process.terminate()
-    process.wait(timeout=30)
+    stop(process)
 
 
 @pytest.mark.slow
 def test_chat_endpoint_answers_with_citations(app_url: str) -> None:
     from gradio_client import Client
 
-    message, chat, panel = Client(app_url, verbose=False).predict(
-        "What technique did the Pangu Ultra team introduce to eliminate loss spikes?", api_name="/chat")
+    message, chat, panel = Client(app_url, verbose=False).predict(QUESTION, api_name="/chat")
     assert message == ""
-    reply = chat[-1]["content"]
-    reply = reply if isinstance(reply, str) else str(reply)
-    assert "[1]" in reply and "sandwich" in reply.lower()
+    reply = reply_text(chat)
+    assert 'href="#source-1"' in reply and "sandwich" in reply.lower()
     assert 'id="source-1"' in panel and "Pangu Ultra" in panel
+
+
+@pytest.mark.slow
+def test_number_of_sources_and_source_filter_restrict_retrieval(app_url: str) -> None:
+    from gradio_client import Client
+
+    _, _, panel = Client(app_url, verbose=False).predict(QUESTION, 1, OTHER_FILE, api_name="/chat")
+    assert "Pangu Ultra" not in panel
+    assert panel.count(OTHER_FILE) == 1 and PANGU_FILE not in panel
+
+
+@pytest.mark.slow
+def test_eight_simultaneous_clients_all_get_answers(app_url: str) -> None:
+    from gradio_client import Client
+
+    questions = [json.loads(line)["question"] for line in (ROOT / "tests/data/dev.jsonl").open()][:8]
+
+    def ask(question: str) -> str:
+        return reply_text(Client(app_url, verbose=False).predict(question, api_name="/chat")[1])
+
+    with ThreadPoolExecutor(len(questions)) as pool:
+        replies = list(pool.map(ask, questions))
+    assert len(replies) == 8
+    for reply in replies:
+        assert reply.strip() and not reply.startswith("⚠"), reply
+
+
+@pytest.mark.slow
+def test_login_is_required_when_configured(tmp_path: Path) -> None:
+    from gradio_client import Client
+    from gradio_client.exceptions import AuthenticationError
+
+    process, url = start_app(tmp_path / "index", tmp_path / "app.log", auto_ingest="false",
+                             app_username="ann", app_password="s3cret")
+    try:
+        assert httpx.get(url + "config").status_code == 401
+        assert httpx.post(url + "login", data={"username": "ann", "password": "wrong"}).status_code == 400
+        with pytest.raises(AuthenticationError):
+            Client(url, verbose=False)
+        _, chat, _ = Client(url, auth=("ann", "s3cret"), verbose=False).predict(QUESTION, api_name="/chat")
+        assert "do not answer" in reply_text(chat)  # the index is empty: an abstention, not an error
+    finally:
+        stop(process)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's Chromium, headless, driven by playwright."""
+    from playwright.sync_api import sync_playwright
+
+    if not CHROMIUM.exists():
+        pytest.fail("the browser tests need Debian's Chromium: apt-get install chromium chromium-driver")
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
+        yield chromium
+        chromium.close()
+
+
+class Watched:
+    """A page of the app, with the requests it made outside localhost and the dialogs it opened."""
+
+    def __init__(self, browser: Any, url: str) -> None:
+        self.page = browser.new_page(viewport={"width": 1400, "height": 1000})
+        self.outside: list[str] = []
+        self.dialogs: list[str] = []
+        self.page.on("request", self._request)
+        self.page.on("dialog", lambda dialog: (self.dialogs.append(dialog.message), dialog.dismiss()))
+        self.page.goto(url)
+
+    def _request(self, request: Any) -> None:
+        if not request.url.startswith(("http://127.0.0.1", "data:", "blob:")):
+            self.outside.append(request.url)
+
+    def ask(self, question: str, timeout_s: float = 180) -> list[str]:
+        """Type a question, press Enter and wait until the sources panel shows the final
+        answer's sources; return the successive texts of the answer seen on the way."""
+        page = self.page
+        bot, panel = page.locator('#chat [data-testid="bot"]'), page.locator("#sources")
+        answers_before, panel_before = bot.count(), panel.inner_text()
+        page.locator("#question textarea").fill(question)
+        page.locator("#question textarea").press("Enter")
+        seen: list[str] = []
+        deadline = time.monotonic() + timeout_s
+        while True:
+            if bot.count() > answers_before:
+                text = bot.last.inner_text()
+                if text and (not seen or seen[-1] != text):
+                    seen.append(text)
+            if seen and panel.inner_text() != panel_before:
+                seen.append(bot.last.inner_text())
+                return seen
+            assert time.monotonic() < deadline, f"no answer within {timeout_s} s; seen: {seen}"
+            time.sleep(0.1)
+
+
+@pytest.mark.slow
+def test_browser_chat_streams_an_answer_with_linked_citations(browser: Any, app_url: str) -> None:
+    watched = Watched(browser, app_url)
+    page = watched.page
+    assert "330 abstracts indexed" in page.locator("#status").inner_text()
+    seen = watched.ask(QUESTION)
+    assert len(set(seen)) >= 3, f"the answer did not stream: {seen}"
+    answer = page.locator('#chat [data-testid="bot"]').last
+    assert "sandwich" in answer.inner_text().lower()
+    markers = answer.locator("a.cite")
+    assert markers.count() >= 1
+    for i in range(markers.count()):
+        target = markers.nth(i).get_attribute("href")
+        assert page.locator(f"#sources {target}").count() == 1, target
+    first = page.locator("#sources #source-1")
+    assert "Pangu Ultra" in first.inner_text() and first.locator("mark.evidence").count() >= 1
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "chat.png"), full_page=True)
+    assert watched.outside == [] and watched.dialogs == []
+
+
+@pytest.mark.slow
+def test_browser_upload_is_searchable_at_once_and_nothing_in_it_executes(
+    browser: Any, app_url: str, tmp_path: Path
+) -> None:
+    upload = tmp_path / "membranes.jsonl"
+    upload.write_text(json.dumps(XSS_RECORD) + "\n{not json\n")
+    watched = Watched(browser, app_url)
+    page = watched.page
+    page.get_by_text("Add papers").click()
+    page.locator("#upload input[type=file]").set_input_files(str(upload))
+    report = page.locator("#upload-report")
+    report.get_by_text("added 1 abstracts").wait_for(timeout=60_000)
+    assert "membranes.jsonl line 2: invalid JSON" in report.inner_text()
+    assert "331 abstracts indexed" in page.locator("#status").inner_text()
+
+    watched.ask(XSS_QUESTION)
+    panel = page.locator("#sources")
+    assert XSS_TITLE in panel.inner_text()  # shown as text, not as an element
+    assert panel.locator("img, script").count() == 0
+    assert page.locator("#chat img[src='x'], #chat script").count() == 0
+    assert page.evaluate("window.__xss") is None and watched.dialogs == []
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "upload-xss.png"), full_page=True)
+    assert watched.outside == []

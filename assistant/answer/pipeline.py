@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any
 
 from assistant import prompts
 from assistant.answer import citations, context
 from assistant.answer.generators import Generator, Usage
+from assistant.retrieval import SearchFilters
 from assistant.types import Answer, Hit
 
 if TYPE_CHECKING:
@@ -51,13 +52,21 @@ def _abstention(question: str, hits: list[Hit], reason: str, model: str, **field
 
 
 def stream_answer(
-    assistant: Assistant, question: str, standalone: str | None = None
+    assistant: Assistant,
+    question: str,
+    standalone: str | None = None,
+    k: int | None = None,
+    filters: SearchFilters | Mapping[str, Any] | None = None,
 ) -> Iterator[str | Answer]:
-    """Yield the model's text deltas as they come, then the verified `Answer`."""
+    """Yield the model's text deltas as they come, then the verified `Answer`.
+
+    ``k`` (default: the ``top_k`` setting) is how many abstracts are retrieved;
+    ``filters`` restrict them as in `Assistant.search`.
+    """
     settings = assistant.settings
     started = time.perf_counter()
     query = standalone or question
-    hits = assistant.search(query, k=settings.top_k)
+    hits = assistant.search(query, k=k or settings.top_k, filters=filters)
     timings = {"retrieve": time.perf_counter() - started}
     generator: Generator = assistant.generator
     if not hits or hits[0].relevance < settings.min_relevance:
@@ -117,8 +126,8 @@ class Chat:
         self.max_turns = max_turns
         self.history: list[tuple[str, Answer]] = []
 
-    def ask_stream(self, question: str) -> Iterator[str | Answer]:
-        """Like `Assistant.ask_stream`, for the next turn of this conversation."""
+    def ask_stream(self, question: str, **options: Any) -> Iterator[str | Answer]:
+        """Like `Assistant.ask_stream` (same options), for the next turn of this conversation."""
         from assistant.api import check_question
 
         question = check_question(question)
@@ -126,14 +135,14 @@ class Chat:
         if self.history:
             recent = self.history[-self.max_turns :]
             standalone = condense(self.assistant.generator, recent, question, 96)
-        for item in stream_answer(self.assistant, question, standalone):
+        for item in stream_answer(self.assistant, question, standalone, **options):
             if isinstance(item, Answer):
                 self.history.append((question, item))
             yield item
 
-    def ask(self, question: str) -> Answer:
+    def ask(self, question: str, **options: Any) -> Answer:
         """The next turn's `Answer`."""
-        return final(self.ask_stream(question))
+        return final(self.ask_stream(question, **options))
 
     def reset(self) -> None:
         """Forget the conversation."""
