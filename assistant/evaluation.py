@@ -17,6 +17,7 @@ import statistics
 import time
 from collections import defaultdict
 from pathlib import Path
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import pytrec_eval
@@ -25,6 +26,7 @@ from assistant.corpus.display import normalize_text
 
 if TYPE_CHECKING:
     from assistant.api import Assistant
+    from assistant.types import Answer
 
 QA_MEASURES = {"recall.1,5,10", "recip_rank"}
 BEIR_MEASURES = {"ndcg_cut.10", "recall.100"}
@@ -168,9 +170,15 @@ def _contains(text: str, fact: str) -> bool:
 
 
 def evaluate_answers(
-    assistant: Assistant, path: str | Path, limit: int | None = None, progress: bool = False
+    assistant: Assistant,
+    path: str | Path,
+    limit: int | None = None,
+    progress: bool = False,
+    answer_with: Callable[[str], Answer] | None = None,
 ) -> dict[str, Any]:
-    """Answer quality of `Assistant.ask` on a QA file, overall and per question type.
+    """Answer quality of `Assistant.ask` (or of ``answer_with``, another pipeline whose
+    citations point at abstracts of this assistant's index) on a QA file, overall and
+    per question type.
 
     citation precision: cited abstracts that are gold (an unanswerable question has no
     gold, so any citation there counts against precision); citation recall: gold
@@ -180,9 +188,10 @@ def evaluate_answers(
     items = load_qa(path)[:limit]
     assistant.ensure_corpus()
     gold = gold_ids(assistant, items)
+    ask = answer_with or assistant.ask
     rows = []
     for number, item in enumerate(items, start=1):
-        answer = assistant.ask(item["question"])
+        answer = ask(item["question"])
         cited = {c.abstract.id for c in answer.citations}
         facts = item.get("must_contain", [])
         rows.append({
@@ -198,6 +207,7 @@ def evaluate_answers(
             "first_token": answer.timings.get("first_token"),
             "total": answer.timings["total"],
             "answer": answer.text,
+            "model": answer.model,
         })
         if progress:
             print(f"[{number}/{len(items)}] {item['id']} {'abstained' if answer.abstained else 'answered'} "
@@ -224,7 +234,7 @@ def evaluate_answers(
         groups[row["type"]].append(row)
     return {
         "file": str(path),
-        "model": assistant.generator.model_name,
+        "model": rows[0]["model"] if rows else assistant.settings.llm_model,
         "by_type": {name: summarise(group) for name, group in sorted(groups.items())},
         "questions": rows,
     }

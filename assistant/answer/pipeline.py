@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 ABSTAIN_TEXT = "The indexed abstracts do not answer this question."
 _NOT_IN_SOURCES = re.compile(r"\bNOT IN (?:THE )?SOURCES\b\.?", re.IGNORECASE)
-_DECLINE = re.compile(
+DECLINE = re.compile(
     r"NOT IN SOURCES|\b(?:do|does|did) not (?:contain|provide|mention|include|specify|state|answer|address|say)"
     r"|\bno (?:information|mention|source)\b|\bcannot (?:be )?(?:answer|determine|find)",
     re.IGNORECASE,
@@ -93,7 +93,7 @@ def stream_answer(
         return
     checked = citations.attribute(answer_text, sources)
     if checked.supported_claims == 0:
-        reason = "model_declined" if _DECLINE.search(raw) else "unsupported"
+        reason = "model_declined" if DECLINE.search(raw) else "unsupported"
         yield _abstention(query, shown, reason, generator.model_name, **fields)
         return
     yield Answer(
@@ -101,7 +101,7 @@ def stream_answer(
         citations=checked.citations,
         sources=shown,
         abstained=False,
-        unsupported=[c for c in checked.unsupported if not _DECLINE.search(c)],
+        unsupported=[c for c in checked.unsupported if not DECLINE.search(c)],
         question=query,
         model=generator.model_name,
         **fields,

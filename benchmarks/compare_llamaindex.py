@@ -1,0 +1,234 @@
+"""This project side by side with a plain LlamaIndex pipeline: same corpus, same embedder,
+same local LLM, same machine, one run.
+
+    python benchmarks/compare_llamaindex.py [--qa tests/data/dev.jsonl] [--scifact ../shared/data/scifact]
+                                            [--limit N] [--skip-scifact]
+
+(a) plain LlamaIndex, its defaults: `VectorStoreIndex` on `ChromaVectorStore` (SentenceSplitter
+    1024/200 chunks, embed batches of 10), `CitationQueryEngine.from_args(index, streaming=True)`
+    (top 2 chunks, 512-token citation chunks, its own prompt, compact synthesis).
+(b) this project: `Assistant` (128-token chunks, hybrid dense + BM25, best-sentence context,
+    citations verified in code, abstention).
+Both use all-MiniLM-L6-v2 (ONNX, wrapped as a LlamaIndex `BaseEmbedding`) and the local
+Qwen2.5-Coder-1.5B (our `Generator`, wrapped as a LlamaIndex `CustomLLM`), 200 answer tokens.
+
+The plain pipeline has no abstention: an answer counts as one when it says the sources do
+not answer (the same phrases our pipeline recognises). Its [n] refer to its source nodes.
+Prints one table with ratios (this project / plain; for latencies plain / this project,
+so > 1 means this project is faster). Never part of the test run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from typing import Any
+from pathlib import Path
+
+import chromadb
+import pytrec_eval
+from llama_index.core import Document, StorageContext, VectorStoreIndex
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.llms import CompletionResponse, CompletionResponseGen, CustomLLM, LLMMetadata
+from llama_index.core.llms.callbacks import llm_completion_callback
+from llama_index.core.query_engine import CitationQueryEngine
+from llama_index.vector_stores.chroma import ChromaVectorStore
+from pydantic import PrivateAttr
+
+from assistant import Abstract, Answer, Assistant, Citation, corpus, evaluation
+from assistant.answer.citations import _MARKER, parse_marker
+from assistant.answer.generators import Generator, Usage
+from assistant.answer.pipeline import DECLINE
+from assistant.index.embedders import Embedder
+from assistant.settings import BUNDLED_CORPUS
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class SameEmbedder(BaseEmbedding):
+    """Our embedder as a LlamaIndex embedding model."""
+
+    _embedder: Embedder = PrivateAttr()
+
+    def __init__(self, embedder: Embedder) -> None:
+        super().__init__(model_name=embedder.model_id)
+        self._embedder = embedder
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._embedder.embed([text])[0].tolist()
+
+    def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        return self._embedder.embed(texts).tolist()
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._get_text_embedding(query)
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._get_query_embedding(query)
+
+
+class SameLLM(CustomLLM):
+    """Our generator as a LlamaIndex LLM (each prompt sent as one user message)."""
+
+    context_window: int = 4096
+    num_output: int = 200
+    _generator: Generator = PrivateAttr()
+
+    def __init__(self, generator: Generator, context_window: int, num_output: int) -> None:
+        super().__init__(context_window=context_window, num_output=num_output)
+        self._generator = generator
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(context_window=self.context_window, num_output=self.num_output,
+                           model_name=self._generator.model_name)
+
+    @llm_completion_callback()
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        return CompletionResponse(text="".join(self._deltas(prompt)))
+
+    @llm_completion_callback()
+    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponseGen:
+        text = ""
+        for delta in self._deltas(prompt):
+            text += delta
+            yield CompletionResponse(text=text, delta=delta)
+
+    def _deltas(self, prompt: str) -> Iterator[str]:
+        return self._generator.stream([{"role": "user", "content": prompt}], self.num_output, Usage())
+
+
+def documents(abstracts: list[Abstract]) -> list[Document]:
+    """One LlamaIndex document per abstract (its id kept; a real title as metadata)."""
+    return [Document(text=a.text, id_=a.id, metadata={"title": a.title} if a.titled else {}) for a in abstracts]
+
+
+def plain_index(abstracts: list[Abstract], directory: Path, embed_model: BaseEmbedding) -> tuple[VectorStoreIndex, float]:
+    """A default VectorStoreIndex on embedded Chroma; returns it and the seconds it took."""
+    collection = chromadb.PersistentClient(path=str(directory)).get_or_create_collection("plain")
+    storage = StorageContext.from_defaults(vector_store=ChromaVectorStore(chroma_collection=collection))
+    started = time.perf_counter()
+    index = VectorStoreIndex.from_documents(documents(abstracts), storage_context=storage, embed_model=embed_model)
+    return index, time.perf_counter() - started
+
+
+def plain_answer(engine: CitationQueryEngine, by_id: dict[str, Abstract], model: str, question: str) -> Answer:
+    """Ask the plain pipeline and express its response as our `Answer` for scoring."""
+    started = time.perf_counter()
+    response = engine.query(question)
+    timings: dict[str, float] = {}
+    pieces = []
+    for delta in response.response_gen:
+        timings.setdefault("first_token", time.perf_counter() - started)
+        pieces.append(delta)
+    timings["total"] = time.perf_counter() - started
+    text = "".join(pieces).strip()
+    cited: list[Abstract] = []
+    for marker in _MARKER.finditer(text):
+        for number in parse_marker(marker.group(1)):
+            if 1 <= number <= len(response.source_nodes):
+                abstract = by_id.get(response.source_nodes[number - 1].node.ref_doc_id or "")
+                if abstract and abstract not in cited:
+                    cited.append(abstract)
+    return Answer(text=text, citations=[Citation(i, a) for i, a in enumerate(cited, start=1)],
+                  abstained=not text or bool(DECLINE.search(text)), question=question, model=model,
+                  timings=timings)
+
+
+def latency(search: Any, questions: list[str]) -> dict[str, float]:
+    search(questions[0])
+    seconds = []
+    for question in questions:
+        started = time.perf_counter()
+        search(question)
+        seconds.append(time.perf_counter() - started)
+    return evaluation.latency_summary(seconds)
+
+
+def plain_scifact(scifact: Path, qrels_path: Path, directory: Path, embed_model: BaseEmbedding) -> float:
+    """nDCG@10 of the plain retriever on SciFact (abstracts ranked by their best chunk)."""
+    abstracts = [a for a in corpus.load([scifact / "corpus.jsonl"]) if isinstance(a, Abstract)]
+    index, seconds = plain_index(abstracts, directory, embed_model)
+    print(f"plain SciFact index: {len(abstracts)} abstracts in {seconds:.0f} s", file=sys.stderr)
+    qrels = evaluation.read_qrels(qrels_path)
+    queries = {q["_id"]: q["text"] for q in map(json.loads, (scifact / "queries.jsonl").read_text().splitlines())
+               if q["_id"] in qrels}
+    retriever = index.as_retriever(similarity_top_k=100)
+    run = {}
+    for query_id, text in queries.items():
+        ranked: dict[str, float] = {}
+        for hit in retriever.retrieve(text):
+            ranked.setdefault(hit.node.ref_doc_id, float(100 - len(ranked)))
+        run[query_id] = ranked
+    scores = pytrec_eval.RelevanceEvaluator({q: qrels[q] for q in queries}, {"ndcg_cut.10"}).evaluate(run)
+    return sum(s["ndcg_cut_10"] for s in scores.values()) / len(scores)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--qa", type=Path, default=ROOT / "tests/data/dev.jsonl")
+    parser.add_argument("--scifact", type=Path, default=ROOT.parent / "shared/data/scifact")
+    parser.add_argument("--qrels", type=Path, default=None, help="default: SCIFACT/qrels/train.tsv")
+    parser.add_argument("--limit", type=int, default=None, help="answer only the first N questions")
+    parser.add_argument("--skip-scifact", action="store_true")
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="compare-"))
+    ours = Assistant(data_dir=work / "ours", auto_ingest=False)
+    ours.embedder.embed(["warm up"])
+    llm = SameLLM(ours.generator, ours.settings.llm_context_tokens, ours.settings.llm_max_tokens)
+    embed_model = SameEmbedder(ours.embedder)
+    questions = [item["question"] for item in evaluation.load_qa(args.qa)]
+    rows: list[tuple[str, float | None, float | None, str]] = []
+
+    abstracts = [a for a in corpus.load([BUNDLED_CORPUS]) if isinstance(a, Abstract)]
+    unique = list({a.id: a for a in abstracts}.values())
+    plain, plain_seconds = plain_index(unique, work / "plain", embed_model)
+    report = ours.ingest([BUNDLED_CORPUS])
+    rows.append(("ingest, abstracts/s", len(unique) / plain_seconds, report.added / report.seconds, "higher"))
+
+    plain_search = latency(plain.as_retriever(similarity_top_k=10).retrieve, questions)
+    our_search = latency(lambda q: ours.search(q, k=10), questions)
+    for p in ("p50_ms", "p95_ms"):
+        rows.append((f"search k=10 {p[:3]}, ms", plain_search[p], our_search[p], "lower"))
+
+    by_id = {a.id: a for a in unique}
+    engine = CitationQueryEngine.from_args(plain, llm=llm, streaming=True)
+    model = ours.generator.model_name
+    print("answering with the plain pipeline…", file=sys.stderr)
+    plain_eval = evaluation.evaluate_answers(ours, args.qa, args.limit, progress=True,
+                                             answer_with=lambda q: plain_answer(engine, by_id, model, q))
+    print("answering with this project…", file=sys.stderr)
+    our_eval = evaluation.evaluate_answers(ours, args.qa, args.limit, progress=True)
+    p_all, o_all = plain_eval["by_type"]["all"], our_eval["by_type"]["all"]
+    for part in ("first_token", "total"):
+        for p in ("p50_ms", "p95_ms"):
+            rows.append((f"answer {part} {p[:3]}, s", p_all[part][p] / 1000, o_all[part][p] / 1000, "lower"))
+    for metric in ("citation_precision", "citation_recall", "must_contain", "abstention_accuracy"):
+        rows.append((metric.replace("_", " "), p_all[metric], o_all[metric], "higher"))
+
+    if not args.skip_scifact:
+        qrels = args.qrels or args.scifact / "qrels/train.tsv"
+        plain_ndcg = plain_scifact(args.scifact, qrels, work / "plain-scifact", embed_model)
+        our_ndcg = evaluation.evaluate_beir(ours, args.scifact, qrels)["ndcg@10"]
+        rows.append(("SciFact train nDCG@10", plain_ndcg, our_ndcg, "higher"))
+
+    print(f"\n{len(unique)} abstracts, {len(questions[: args.limit])} questions, model {model}, "
+          f"embedder {ours.embedder.model_id}\n")
+    print(f"| metric | plain LlamaIndex | this project | ratio |\n|---|---|---|---|")
+    for name, plain_value, our_value, better in rows:
+        ratio = None
+        if plain_value and our_value:
+            ratio = our_value / plain_value if better == "higher" else plain_value / our_value
+        cells = [f"{v:.3f}" if isinstance(v, float) else "–" for v in (plain_value, our_value, ratio)]
+        print(f"| {name} | {cells[0]} | {cells[1]} | {cells[2]}{'×' if ratio else ''} |")
+    print("\nratio: this project / plain for quality and throughput, plain / this project for latency "
+          "(> 1: this project is better)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,255 @@
+"""How ingest and search cost grow with the corpus: 10k, 100k, 1M synthetic abstracts.
+
+    python benchmarks/scale.py [--sizes 10000,100000,1000000] [--scifact ../shared/data/scifact]
+                               [--queries 100] [--work DIR]
+
+Synthetic abstracts recombine sentences of SciFact abstracts (seeded): 5–9 sentences each,
+the title of a random SciFact paper. Their text is always real, so BM25 sees real term
+statistics. Vectors: at 10,000 abstracts (and below) the real embedder (all-MiniLM-L6-v2,
+ONNX) embeds every chunk; above that, each chunk's vector is *sampled*: the real vector
+of a random chunk from a pool of 2,000, plus Gaussian noise (σ 0.02 per dimension),
+renormalised. HNSW, disk and memory then behave as with real vectors, and the run fits
+the machine. The table says which sizes used which.
+
+Each size runs in its own process (so peak RSS is its own): ingest through
+`Assistant.ingest` (chunking, ledger, Chroma, BM25), index size on disk, search latency
+p50/p95 (dense side, BM25 side, hybrid `search(k=10)`) on embedded Chroma, then on the same
+files served by `chroma run`; then the cost of adding 100 abstracts to the full index,
+split into Chroma writes and the BM25 rebuild. For the first real-embedder size it also
+compares the embedding throughput inside ingest with raw onnxruntime on the same texts.
+Never part of the test run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from assistant import Abstract, Assistant, corpus, evaluation
+from assistant.corpus.display import sentences
+from assistant.index.embedders import Embedder
+from assistant.index.ingest import ingest as run_ingest
+
+ROOT = Path(__file__).resolve().parent.parent
+REAL_UP_TO = 10_000
+POOL = 2_000
+
+
+def write_corpus(scifact: Path, size: int, path: Path, seed: int, prefix: str = "syn") -> None:
+    """``size`` synthetic abstracts as JSONL, recombined from SciFact's sentences."""
+    source = [a for a in corpus.load([scifact / "corpus.jsonl"]) if isinstance(a, Abstract)]
+    pool = [s for a in source for s in sentences(a.text) if len(s) > 40]
+    titles = [a.title for a in source]
+    rng = random.Random(seed)
+    with path.open("w") as out:
+        for i in range(size):
+            text = " ".join(rng.sample(pool, rng.randint(5, 9)))
+            out.write(json.dumps({"id": f"{prefix}-{i}", "title": rng.choice(titles), "abstract": text}) + "\n")
+
+
+class TimedEmbedder:
+    """The real embedder, counting the texts it embeds and the seconds it takes."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self.inner, self.model_id, self.dimension = inner, inner.model_id, inner.dimension
+        self.texts: list[str] = []
+        self.seconds = 0.0
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        started = time.perf_counter()
+        vectors = self.inner.embed(texts)
+        self.seconds += time.perf_counter() - started
+        self.texts += texts
+        return vectors
+
+
+class SampledEmbedder:
+    """Real vectors of a pool of chunks, plus noise: stands in for the embedder at sizes
+    the machine cannot embed in a benchmark run (stated in the output)."""
+
+    def __init__(self, pool: np.ndarray, model_id: str) -> None:
+        self.pool, self.dimension = pool, pool.shape[1]
+        self.model_id = f"sampled:{model_id}"
+        self.rng = np.random.default_rng(0)
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        vectors = self.pool[self.rng.integers(0, len(self.pool), len(texts))]
+        vectors = vectors + self.rng.normal(0, 0.02, vectors.shape).astype(np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def raw_onnx_throughput(embedder: Any, texts: list[str]) -> float:
+    """Chunks/s of onnxruntime alone on these texts: tokenized beforehand, same batches."""
+    order = sorted(texts, key=len)
+    batches = []
+    for start in range(0, len(order), embedder.batch_size):
+        encodings = embedder.tokenizer.encode_batch(order[start : start + embedder.batch_size])
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        batches.append((ids, np.array([e.attention_mask for e in encodings], dtype=np.int64)))
+    started = time.perf_counter()
+    for ids, mask in batches:
+        embedder.session.run(None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})
+    return len(texts) / (time.perf_counter() - started)
+
+
+def latencies(assistant: Assistant, queries: list[str]) -> dict[str, dict[str, float]]:
+    """p50/p95 of each retrieval side and of the hybrid search, warm."""
+    retriever, depth = assistant.retriever, assistant.settings.fusion_depth
+    sides = {
+        "dense": lambda q: retriever.dense(q, depth, None),
+        "bm25": lambda q: retriever.lexical(q, depth, None),
+        "hybrid": lambda q: assistant.search(q, k=10),
+    }
+    out = {}
+    for name, call in sides.items():
+        call(queries[0])
+        seconds = []
+        for query in queries:
+            started = time.perf_counter()
+            call(query)
+            seconds.append(time.perf_counter() - started)
+        out[name] = evaluation.latency_summary(seconds)
+    return out
+
+
+def disk_mb(path: Path) -> float:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
+
+
+def chroma_server(path: Path, port: int) -> subprocess.Popen:
+    """`chroma run` on an index's Chroma files; returns once it answers."""
+    import httpx
+
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "chroma"), "run", "--path", str(path), "--host", "127.0.0.1",
+         "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(600):
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/api/v2/heartbeat", timeout=1).status_code == 200:
+                return process
+        except httpx.HTTPError:
+            time.sleep(0.5)
+    raise RuntimeError("the chroma server did not start")
+
+
+def one_size(size: int, work: Path, scifact: Path, queries: list[str]) -> dict[str, Any]:
+    """Everything measured for one corpus size (run in a child process)."""
+    data, corpus_file = work / f"index-{size}", work / f"corpus-{size}.jsonl"
+    shutil.rmtree(data, ignore_errors=True)
+    write_corpus(scifact, size, corpus_file, seed=size)
+    assistant = Assistant(data_dir=data, auto_ingest=False, collection="scale")
+    real = size <= REAL_UP_TO
+    if real:
+        assistant.embedder = TimedEmbedder(assistant.embedder)
+    else:
+        assistant.embedder = SampledEmbedder(np.load(work / "pool.npy"), assistant.embedder.model_id)
+    result: dict[str, Any] = {"size": size, "vectors": "real" if real else "sampled"}
+    started = time.perf_counter()
+    report = assistant.ingest([corpus_file])
+    result["ingest_s"] = time.perf_counter() - started
+    result["chunks"] = report.chunks
+    result["abstracts_per_s"] = report.added / result["ingest_s"]
+    if real:
+        embedder = assistant.embedder
+        result["embed_in_ingest_chunks_per_s"] = len(embedder.texts) / embedder.seconds
+        result["raw_onnx_chunks_per_s"] = raw_onnx_throughput(embedder.inner, embedder.texts[:4000])
+    result["disk_mb"] = disk_mb(data)
+    result["embedded"] = latencies(assistant, queries)
+
+    extra = work / f"extra-{size}.jsonl"
+    write_corpus(scifact, 100, extra, seed=size + 1, prefix="extra")
+    started = time.perf_counter()
+    run_ingest([extra], assistant.store, assistant.embedder, assistant.settings)
+    written = time.perf_counter()
+    assistant.refresh_lexical()
+    result["add_100"] = {"chroma_s": written - started, "bm25_rebuild_s": time.perf_counter() - written}
+    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    port = 8500 + size % 997
+    server = chroma_server(data / "chroma", port)
+    try:
+        remote = Assistant(data_dir=data, auto_ingest=False, collection="scale",
+                           chroma_host="127.0.0.1", chroma_port=port)
+        remote.embedder = assistant.embedder
+        result["server"] = latencies(remote, queries)
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+    corpus_file.unlink()
+    return result
+
+
+def build_pool(scifact: Path, work: Path) -> None:
+    """Real vectors of 2,000 synthetic chunks, for the sampled sizes."""
+    pool_file = work / "pool-corpus.jsonl"
+    write_corpus(scifact, POOL, pool_file, seed=1)
+    assistant = Assistant(data_dir=work / "pool-index", auto_ingest=False)
+    texts = [json.loads(line)["abstract"][:600] for line in pool_file.read_text().splitlines()]
+    np.save(work / "pool.npy", assistant.embedder.embed(texts))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="10000,100000,1000000")
+    parser.add_argument("--scifact", type=Path, default=ROOT.parent / "shared/data/scifact")
+    parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument("--work", type=Path, default=None, help="where indexes are built (default: a temp dir)")
+    parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    work = args.work or Path(tempfile.mkdtemp(prefix="scale-"))
+    work.mkdir(parents=True, exist_ok=True)
+    queries = [json.loads(line)["text"] for line in (args.scifact / "queries.jsonl").read_text().splitlines()]
+    queries = queries[: args.queries]
+
+    if args.child is not None:
+        print(json.dumps(one_size(args.child, work, args.scifact, queries)))
+        return
+
+    sizes = [int(s) for s in args.sizes.split(",")]
+    if any(s > REAL_UP_TO for s in sizes):
+        build_pool(args.scifact, work)
+    results = []
+    for size in sizes:
+        print(f"size {size:,}…", file=sys.stderr, flush=True)
+        child = subprocess.run(
+            [sys.executable, __file__, "--child", str(size), "--work", str(work), "--scifact", str(args.scifact),
+             "--queries", str(args.queries)], capture_output=True, text=True)
+        if child.returncode != 0:
+            print(f"size {size:,} failed:\n{child.stderr[-3000:]}", file=sys.stderr)
+            break
+        results.append(json.loads(child.stdout.strip().splitlines()[-1]))
+        print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+
+    print("\n| abstracts | vectors | chunks | ingest s | abstracts/s | disk MB | peak RSS MB | "
+          "dense p50/p95 ms | BM25 p50/p95 | hybrid p50/p95 | server hybrid p50/p95 | server dense p50/p95 | "
+          "add 100: Chroma s + BM25 rebuild s |")
+    print("|" + "---|" * 13)
+    for r in results:
+        def pair(side: dict[str, float]) -> str:
+            return f"{side['p50_ms']:.0f} / {side['p95_ms']:.0f}"
+        e, s = r["embedded"], r["server"]
+        print(f"| {r['size']:,} | {r['vectors']} | {r['chunks']:,} | {r['ingest_s']:.0f} | {r['abstracts_per_s']:.1f} | "
+              f"{r['disk_mb']:.0f} | {r['peak_rss_mb']:.0f} | {pair(e['dense'])} | {pair(e['bm25'])} | "
+              f"{pair(e['hybrid'])} | {pair(s['hybrid'])} | {pair(s['dense'])} | "
+              f"{r['add_100']['chroma_s']:.1f} + {r['add_100']['bm25_rebuild_s']:.1f} |")
+    for r in results:
+        if "raw_onnx_chunks_per_s" in r:
+            share = r["embed_in_ingest_chunks_per_s"] / r["raw_onnx_chunks_per_s"]
+            print(f"\nembedding throughput at {r['size']:,}: inside ingest {r['embed_in_ingest_chunks_per_s']:.1f} "
+                  f"chunks/s (tokenizing included), raw onnxruntime {r['raw_onnx_chunks_per_s']:.1f} chunks/s "
+                  f"(pre-tokenized): {share:.0%}")
+
+
+if __name__ == "__main__":
+    main()

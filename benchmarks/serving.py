@@ -1,0 +1,93 @@
+"""Serving cost of the chat app: start-up time on a built index, and memory while answering.
+
+    python benchmarks/serving.py [--data-dir DIR] [--runs 3]
+
+Indexes the bundled corpus into DIR (a temp dir by default) unless it is there already,
+then starts ``python app.py`` on it several times: seconds until the page answers, then
+one question through gradio_client, then the app's peak and current RSS from /proc.
+Never part of the test run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+from assistant import Assistant
+from assistant.settings import BUNDLED_CORPUS
+
+ROOT = Path(__file__).resolve().parent.parent
+QUESTION = "What technique did the Pangu Ultra team introduce to eliminate loss spikes?"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def memory_mb(pid: int) -> dict[str, float]:
+    """Peak (VmHWM) and current (VmRSS) resident memory of a process, in MB."""
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    return {key: int(fields[key].split()[0]) / 1024 for key in ("VmHWM", "VmRSS")}
+
+
+def one_start(data_dir: Path) -> dict[str, float]:
+    """Start the app, time it until it answers, ask one question, read its memory."""
+    from gradio_client import Client
+
+    port = free_port()
+    env = {**os.environ, "ASSISTANT_DATA_DIR": str(data_dir), "ASSISTANT_APP_PORT": str(port)}
+    started = time.perf_counter()
+    process = subprocess.Popen([sys.executable, str(ROOT / "app.py")], env=env, cwd=ROOT,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        while True:
+            try:
+                if httpx.get(url, timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.05)
+            if process.poll() is not None:
+                raise RuntimeError("the app exited")
+        startup = time.perf_counter() - started
+        asked = time.perf_counter()
+        Client(url, verbose=False).predict(QUESTION, api_name="/chat")
+        first_answer = time.perf_counter() - asked
+        return {"startup_s": startup, "first_answer_s": first_answer, **memory_mb(process.pid)}
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, default=None)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    data_dir = args.data_dir or Path(tempfile.mkdtemp(prefix="serving-"))
+    assistant = Assistant(data_dir=data_dir, auto_ingest=False)
+    if assistant.store.count() == 0:
+        print(assistant.ingest([BUNDLED_CORPUS]).summary(), file=sys.stderr)
+    del assistant
+    runs = [one_start(data_dir) for _ in range(args.runs)]
+    print("| run | start-up s (index built) | first answer s (model load included) | peak RSS MB | RSS after MB |")
+    print("|---|---|---|---|---|")
+    for number, run in enumerate(runs, start=1):
+        print(f"| {number} | {run['startup_s']:.1f} | {run['first_answer_s']:.1f} | {run['VmHWM']:.0f} | {run['VmRSS']:.0f} |")
+    print(f"\nmedian start-up {statistics.median(r['startup_s'] for r in runs):.1f} s, "
+          f"highest peak RSS {max(r['VmHWM'] for r in runs):.0f} MB")
+
+
+if __name__ == "__main__":
+    main()
