@@ -5,19 +5,20 @@
 
 Synthetic abstracts recombine sentences of SciFact abstracts (seeded): 5–9 sentences each,
 the title of a random SciFact paper. Their text is always real, so BM25 sees real term
-statistics. Vectors: at 10,000 abstracts (and below) the real embedder (all-MiniLM-L6-v2,
+statistics. Vectors: up to 10,000 abstracts (``--real-up-to``) the real embedder (all-MiniLM-L6-v2,
 ONNX) embeds every chunk; above that, each chunk's vector is *sampled*: the real vector
 of a random chunk from a pool of 2,000, plus Gaussian noise (σ 0.02 per dimension),
 renormalised. HNSW, disk and memory then behave as with real vectors, and the run fits
 the machine. The table says which sizes used which.
 
-Each size runs in its own process (so peak RSS is its own): ingest through
-`Assistant.ingest` (chunking, ledger, Chroma, BM25), index size on disk, search latency
-p50/p95 (dense side, BM25 side, hybrid `search(k=10)`) on embedded Chroma, then on the same
-files served by `chroma run`; then the cost of adding 100 abstracts to the full index,
-split into Chroma writes and the BM25 rebuild. For the first real-embedder size it also
-compares the embedding throughput inside ingest with raw onnxruntime on the same texts.
-Never part of the test run.
+Each size is built in one process and searched in another, so each peak RSS is its own.
+Build: ingest through `Assistant.ingest` (chunking, ledger, Chroma, BM25), index size on
+disk, then the cost of adding 100 abstracts to the full index, split into Chroma writes
+and the BM25 rebuild; at real-embedder sizes also the embedding throughput inside ingest
+against raw onnxruntime on the same texts. Search: latency p50/p95 of the dense side, the
+BM25 side and the hybrid `search(k=10)` on embedded Chroma, then on the same files served
+by `chroma run`. ``--search-only`` re-measures search on the indexes a previous run left in
+``--work``. Never part of the test run.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ from assistant.index.embedders import Embedder
 from assistant.index.ingest import ingest as run_ingest
 
 ROOT = Path(__file__).resolve().parent.parent
-REAL_UP_TO = 10_000
 POOL = 2_000
 
 
@@ -143,29 +143,34 @@ def chroma_server(path: Path, port: int) -> subprocess.Popen:
     raise RuntimeError("the chroma server did not start")
 
 
-def one_size(size: int, work: Path, scifact: Path, queries: list[str]) -> dict[str, Any]:
-    """Everything measured for one corpus size (run in a child process)."""
+def open_index(size: int, work: Path, real_up_to: int, timed: bool) -> Assistant:
+    """The assistant over one size's index, with the real or the sampled embedder."""
+    assistant = Assistant(data_dir=work / f"index-{size}", auto_ingest=False, collection="scale")
+    if size > real_up_to:
+        assistant.embedder = SampledEmbedder(np.load(work / "pool.npy"), assistant.embedder.model_id)
+    elif timed:
+        assistant.embedder = TimedEmbedder(assistant.embedder)
+    return assistant
+
+
+def build(size: int, work: Path, scifact: Path, real_up_to: int) -> dict[str, Any]:
+    """Ingest one size from scratch: time, throughput, disk; then add 100 more abstracts."""
     data, corpus_file = work / f"index-{size}", work / f"corpus-{size}.jsonl"
     shutil.rmtree(data, ignore_errors=True)
     write_corpus(scifact, size, corpus_file, seed=size)
-    assistant = Assistant(data_dir=data, auto_ingest=False, collection="scale")
-    real = size <= REAL_UP_TO
-    if real:
-        assistant.embedder = TimedEmbedder(assistant.embedder)
-    else:
-        assistant.embedder = SampledEmbedder(np.load(work / "pool.npy"), assistant.embedder.model_id)
-    result: dict[str, Any] = {"size": size, "vectors": "real" if real else "sampled"}
+    assistant = open_index(size, work, real_up_to, timed=True)
+    result: dict[str, Any] = {"size": size, "vectors": "sampled" if size > real_up_to else "real"}
     started = time.perf_counter()
     report = assistant.ingest([corpus_file])
     result["ingest_s"] = time.perf_counter() - started
     result["chunks"] = report.chunks
     result["abstracts_per_s"] = report.added / result["ingest_s"]
-    if real:
+    if isinstance(assistant.embedder, TimedEmbedder):
         embedder = assistant.embedder
         result["embed_in_ingest_chunks_per_s"] = len(embedder.texts) / embedder.seconds
         result["raw_onnx_chunks_per_s"] = raw_onnx_throughput(embedder.inner, embedder.texts[:4000])
     result["disk_mb"] = disk_mb(data)
-    result["embedded"] = latencies(assistant, queries)
+    result["ingest_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
     extra = work / f"extra-{size}.jsonl"
     write_corpus(scifact, 100, extra, seed=size + 1, prefix="extra")
@@ -174,20 +179,35 @@ def one_size(size: int, work: Path, scifact: Path, queries: list[str]) -> dict[s
     written = time.perf_counter()
     assistant.refresh_lexical()
     result["add_100"] = {"chroma_s": written - started, "bm25_rebuild_s": time.perf_counter() - written}
-    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    corpus_file.unlink()
+    return result
 
+
+def measure(size: int, work: Path, queries: list[str], real_up_to: int) -> dict[str, Any]:
+    """Search latency on one size's index: embedded Chroma, then the same files via `chroma run`."""
+    assistant = open_index(size, work, real_up_to, timed=False)
+    result: dict[str, Any] = {"embedded": latencies(assistant, queries)}
+    result["search_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     port = 8500 + size % 997
-    server = chroma_server(data / "chroma", port)
+    server = chroma_server(work / f"index-{size}" / "chroma", port)
     try:
-        remote = Assistant(data_dir=data, auto_ingest=False, collection="scale",
+        remote = Assistant(data_dir=work / f"index-{size}", auto_ingest=False, collection="scale",
                            chroma_host="127.0.0.1", chroma_port=port)
         remote.embedder = assistant.embedder
         result["server"] = latencies(remote, queries)
     finally:
         server.terminate()
         server.wait(timeout=60)
-    corpus_file.unlink()
     return result
+
+
+def child(step: str, size: int, work: Path, scifact: Path, queries: list[str], real_up_to: int) -> None:
+    """One step (build or search) for one size; results are merged into work/result-SIZE.json."""
+    path = work / f"result-{size}.json"
+    if step == "build":
+        path.write_text(json.dumps(build(size, work, scifact, real_up_to)))
+    else:
+        path.write_text(json.dumps({**json.loads(path.read_text()), **measure(size, work, queries, real_up_to)}))
 
 
 def build_pool(scifact: Path, work: Path) -> None:
@@ -205,7 +225,11 @@ def main() -> None:
     parser.add_argument("--scifact", type=Path, default=ROOT.parent / "shared/data/scifact")
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--work", type=Path, default=None, help="where indexes are built (default: a temp dir)")
+    parser.add_argument("--real-up-to", type=int, default=10_000, help="largest size embedded for real")
+    parser.add_argument("--search-only", action="store_true",
+                        help="re-measure search on the indexes a previous run left in --work")
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--step", choices=["build", "search"], default="build", help=argparse.SUPPRESS)
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="scale-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -213,25 +237,25 @@ def main() -> None:
     queries = queries[: args.queries]
 
     if args.child is not None:
-        print(json.dumps(one_size(args.child, work, args.scifact, queries)))
+        child(args.step, args.child, work, args.scifact, queries, args.real_up_to)
         return
 
     sizes = [int(s) for s in args.sizes.split(",")]
-    if any(s > REAL_UP_TO for s in sizes):
+    if any(s > args.real_up_to for s in sizes) and not (work / "pool.npy").exists():
         build_pool(args.scifact, work)
     results = []
     for size in sizes:
         print(f"size {size:,}…", file=sys.stderr, flush=True)
-        child = subprocess.run(
-            [sys.executable, __file__, "--child", str(size), "--work", str(work), "--scifact", str(args.scifact),
-             "--queries", str(args.queries)], capture_output=True, text=True)
-        if child.returncode != 0:
-            print(f"size {size:,} failed:\n{child.stderr[-3000:]}", file=sys.stderr)
-            break
-        results.append(json.loads(child.stdout.strip().splitlines()[-1]))
+        command = [sys.executable, __file__, "--child", str(size), "--work", str(work), "--scifact",
+                   str(args.scifact), "--queries", str(args.queries), "--real-up-to", str(args.real_up_to)]
+        for step in ["search"] if args.search_only else ["build", "search"]:
+            finished = subprocess.run(command + ["--step", step], capture_output=True, text=True)
+            if finished.returncode != 0:
+                sys.exit(f"size {size:,}, {step} failed:\n{finished.stderr[-3000:]}")
+        results.append(json.loads((work / f"result-{size}.json").read_text()))
         print(json.dumps(results[-1]), file=sys.stderr, flush=True)
 
-    print("\n| abstracts | vectors | chunks | ingest s | abstracts/s | disk MB | peak RSS MB | "
+    print("\n| abstracts | vectors | chunks | ingest s | abstracts/s | disk MB | peak RSS MB ingest / search | "
           "dense p50/p95 ms | BM25 p50/p95 | hybrid p50/p95 | server hybrid p50/p95 | server dense p50/p95 | "
           "add 100: Chroma s + BM25 rebuild s |")
     print("|" + "---|" * 13)
@@ -240,7 +264,7 @@ def main() -> None:
             return f"{side['p50_ms']:.0f} / {side['p95_ms']:.0f}"
         e, s = r["embedded"], r["server"]
         print(f"| {r['size']:,} | {r['vectors']} | {r['chunks']:,} | {r['ingest_s']:.0f} | {r['abstracts_per_s']:.1f} | "
-              f"{r['disk_mb']:.0f} | {r['peak_rss_mb']:.0f} | {pair(e['dense'])} | {pair(e['bm25'])} | "
+              f"{r['disk_mb']:.0f} | {r['ingest_peak_rss_mb']:.0f} / {r['search_peak_rss_mb']:.0f} | {pair(e['dense'])} | {pair(e['bm25'])} | "
               f"{pair(e['hybrid'])} | {pair(s['hybrid'])} | {pair(s['dense'])} | "
               f"{r['add_100']['chroma_s']:.1f} + {r['add_100']['bm25_rebuild_s']:.1f} |")
     for r in results:

@@ -181,14 +181,16 @@ class ChromaStore:
         self._open()
 
     # Reading ----------------------------------------------------------------------------
+    # Reads by id filter the status in Python: Chroma evaluates a `where` over the whole
+    # collection even when ids are given (80 ms instead of 1 ms for 20 ids out of 10,000).
 
     def indexed_ids(self, ids: Iterable[str]) -> set[str]:
         """Which of these abstract ids are fully indexed."""
         ids = list(dict.fromkeys(ids))
         found: set[str] = set()
         for start in range(0, len(ids), _PAGE):
-            page = ids[start : start + _PAGE]
-            found.update(self.abstracts.get(ids=page, where={"status": DONE}, include=[])["ids"])
+            got = self.abstracts.get(ids=ids[start : start + _PAGE], include=["metadatas"])
+            found.update(i for i, m in zip(got["ids"], got["metadatas"], strict=True) if m["status"] == DONE)
         return found
 
     def indexed_id_list(self) -> list[str]:
@@ -214,10 +216,14 @@ class ChromaStore:
 
     def _read(self, ids: list[str] | None = None) -> list[Abstract]:
         """Indexed abstracts (all, or these ids); pending ones are left out."""
-        got = self.abstracts.get(ids=ids, where={"status": DONE}, include=["documents", "metadatas"])
+        if ids is None:
+            got = self.abstracts.get(where={"status": DONE}, include=["documents", "metadatas"])
+        else:
+            got = self.abstracts.get(ids=ids, include=["documents", "metadatas"])
         return [
             _abstract_from(i, text, metadata)
             for i, text, metadata in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
+            if metadata["status"] == DONE
         ]
 
     def get_abstracts(self, ids: list[str]) -> dict[str, Abstract]:
