@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import chromadb
@@ -209,19 +209,31 @@ class ChromaStore:
         """Number of chunk vectors."""
         return self.chunks.count()
 
+    def _ledger_pages(self, include: list[str]) -> Iterator[dict[str, Any]]:
+        """The whole ledger, page by page: one `get` with metadata of ~100,000 records
+        exceeds SQLite's limit on query variables."""
+        offset = 0
+        while True:
+            page = self.abstracts.get(include=include, limit=_PAGE, offset=offset)
+            if not page["ids"]:
+                return
+            yield page
+            offset += len(page["ids"])
+
     def counts_by_source(self) -> Counter[str]:
         """Indexed abstracts per source file."""
-        metadatas = self.abstracts.get(where={"status": DONE}, include=["metadatas"])["metadatas"]
-        return Counter(m["source"] for m in metadatas)
+        return Counter(
+            m["source"] for page in self._ledger_pages(["metadatas"]) for m in page["metadatas"] if m["status"] == DONE
+        )
 
     def _read(self, ids: list[str] | None = None) -> list[Abstract]:
         """Indexed abstracts (all, or these ids); pending ones are left out."""
-        if ids is None:
-            got = self.abstracts.get(where={"status": DONE}, include=["documents", "metadatas"])
-        else:
-            got = self.abstracts.get(ids=ids, include=["documents", "metadatas"])
+        pages = self._ledger_pages(["documents", "metadatas"]) if ids is None else [
+            self.abstracts.get(ids=ids, include=["documents", "metadatas"])
+        ]
         return [
             _abstract_from(i, text, metadata)
+            for got in pages
             for i, text, metadata in zip(got["ids"], got["documents"], got["metadatas"], strict=True)
             if metadata["status"] == DONE
         ]
