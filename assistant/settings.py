@@ -47,6 +47,12 @@ class Settings(BaseSettings):
         default=BUNDLED_CORPUS,
         description="Corpus ingested automatically when the assistant starts with an empty index.",
     )
+    index_check_seconds: float = Field(
+        default=1.0,
+        ge=0,
+        description="How often search checks whether another process changed the index "
+        "(and rebuilds BM25 if so); 0: before every search.",
+    )
     auto_ingest: bool = Field(
         default=True,
         description="Ingest bundled_corpus when search or ask finds the index empty.",

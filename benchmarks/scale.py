@@ -9,7 +9,8 @@ statistics. Vectors: up to 10,000 abstracts (``--real-up-to``) the real embedder
 ONNX) embeds every chunk; above that, each chunk's vector is *sampled*: the real vector
 of a random chunk from a pool of 2,000, plus Gaussian noise (σ 0.02 per dimension),
 renormalised. HNSW, disk and memory then behave as with real vectors, and the run fits
-the machine. The table says which sizes used which.
+the machine. The table says which sizes used which. Questions are always embedded by the
+real model, so search latency includes that cost at every size.
 
 Each size is built in one process and searched in another, so each peak RSS is its own.
 Build: ingest through `Assistant.ingest` (chunking, ledger, Chroma, BM25), index size on
@@ -143,11 +144,24 @@ def chroma_server(path: Path, port: int) -> subprocess.Popen:
     raise RuntimeError("the chroma server did not start")
 
 
-def open_index(size: int, work: Path, real_up_to: int, timed: bool) -> Assistant:
-    """The assistant over one size's index, with the real or the sampled embedder."""
+class RealQueries:
+    """The real embedder under the sampled index's model id: searches of a sampled index
+    pay the real cost of embedding the question."""
+
+    def __init__(self, inner: Embedder, model_id: str) -> None:
+        self.inner, self.model_id, self.dimension = inner, model_id, inner.dimension
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        return self.inner.embed(texts)
+
+
+def open_index(size: int, work: Path, real_up_to: int, timed: bool, searching: bool = False) -> Assistant:
+    """The assistant over one size's index, with the real or the sampled embedder (for
+    searching a sampled index: the real one, relabelled)."""
     assistant = Assistant(data_dir=work / f"index-{size}", auto_ingest=False, collection="scale")
     if size > real_up_to:
-        assistant.embedder = SampledEmbedder(np.load(work / "pool.npy"), assistant.embedder.model_id)
+        sampled = SampledEmbedder(np.load(work / "pool.npy"), assistant.embedder.model_id)
+        assistant.embedder = RealQueries(assistant.embedder, sampled.model_id) if searching else sampled
     elif timed:
         assistant.embedder = TimedEmbedder(assistant.embedder)
     return assistant
@@ -177,7 +191,7 @@ def build(size: int, work: Path, scifact: Path, real_up_to: int) -> dict[str, An
     started = time.perf_counter()
     run_ingest([extra], assistant.store, assistant.embedder, assistant.settings)
     written = time.perf_counter()
-    assistant.refresh_lexical()
+    assistant.refresh_lexical(force=True)
     result["add_100"] = {"chroma_s": written - started, "bm25_rebuild_s": time.perf_counter() - written}
     corpus_file.unlink()
     return result
@@ -185,7 +199,7 @@ def build(size: int, work: Path, scifact: Path, real_up_to: int) -> dict[str, An
 
 def measure(size: int, work: Path, queries: list[str], real_up_to: int) -> dict[str, Any]:
     """Search latency on one size's index: embedded Chroma, then the same files via `chroma run`."""
-    assistant = open_index(size, work, real_up_to, timed=False)
+    assistant = open_index(size, work, real_up_to, timed=False, searching=True)
     result: dict[str, Any] = {"embedded": latencies(assistant, queries)}
     result["search_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     port = 8500 + size % 997

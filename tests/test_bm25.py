@@ -45,7 +45,7 @@ def test_bm25_is_rebuilt_when_its_files_are_missing_or_stale(tmp_path: Path) -> 
 
 def test_another_process_ingesting_is_picked_up(tmp_path: Path) -> None:
     source = _write(tmp_path / "a.jsonl", [{"id": "a1", "abstract": "Tokamak plasma confinement improves with negative triangularity shaping."}])
-    reader = Assistant(data_dir=tmp_path / "index", auto_ingest=False)
+    reader = Assistant(data_dir=tmp_path / "index", auto_ingest=False, index_check_seconds=0)
     assert reader.search("tokamak", k=1) == []
     Assistant(data_dir=tmp_path / "index", auto_ingest=False).ingest([source])
     assert reader.search("tokamak triangularity", k=1)[0].lexical > 0
