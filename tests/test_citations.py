@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from assistant.answer.citations import attribute, parse_marker, split_claims, support
+from assistant.answer.citations import attribute, bare_citations, parse_marker, quote_sources, split_claims, support
 from assistant.answer.context import Source
 from assistant.types import Abstract, Hit
 
@@ -67,3 +67,22 @@ def test_support_requires_numbers_and_named_terms_of_the_claim() -> None:
     assert support("Medusa reaches a 2.7x speedup", CHIMERA) == 0.0
     assert support("NFNets reach 86.5% ImageNet top-1 accuracy", NFNET) >= 0.5
     assert 0 < support("a lightweight classifier of bird songs and insect calls", CHIMERA) < 0.5
+
+
+def test_a_lower_case_suffix_is_not_part_of_a_name() -> None:
+    source = "Our experiments with BANs based on DenseNets reach 3.5% validation error on CIFAR-10."
+    assert support("DenseNet-based BANs reach a 3.5% validation error on CIFAR-10", source) >= 0.5
+    assert support("ResNet-based BANs reach a 3.5% validation error on CIFAR-10", source) == 0.0
+    assert support("GPT-4 reaches a 3.5% validation error on CIFAR-10", source) == 0.0
+
+
+def test_a_bare_citation_answer_quotes_the_cited_sources() -> None:
+    assert bare_citations("Sources: [2], [1]") == [2, 1]
+    assert bare_citations("[1] [3].") == [1, 3]
+    assert bare_citations("NFNets reach 86.5% [2]") == [] and bare_citations("NOT IN SOURCES") == []
+    sources = _sources(PANGU, NFNET, CHIMERA)
+    quoted = quote_sources([2, 1, 7], sources, "Which papers remove normalization or its loss spikes?")
+    assert quoted == ("Batch normalization is a key component of most image classifiers [2]. To stabilise training "
+                      "we propose depth-scaled sandwich normalization, which eliminates loss spikes [1].")
+    result = attribute(quoted, sources)
+    assert [c.abstract.id for c in result.citations] == ["a2", "a1"] and not result.unsupported

@@ -11,6 +11,10 @@
    otherwise the best supporting source is cited instead, and a claim that no source
    supports is listed as unsupported (and keeps no citation).
 4. Renumber the cited sources by first use: [1] is the first source the answer cites.
+
+An answer of bare markers ("[1] [3]", typical of the small model for "which papers …"
+questions) keeps its citations: each cited source's sentence closest to the question is
+quoted instead (`quote_sources`), then verified like any answer.
 """
 
 from __future__ import annotations
@@ -138,6 +142,29 @@ def attribute(answer: str, sources: list[Source]) -> Attribution:
     ]
     text = re.sub(r"\s+", " ", " ".join(p.strip() for p in pieces if p.strip())).strip()
     return Attribution(text, citations, unsupported, supported_claims=sum(c.source is not None for c in claims))
+
+
+def bare_citations(answer: str) -> list[int]:
+    """The source numbers of an answer made of citation markers only ("[1] [3]",
+    "Sources: [1], [2]"); empty if the answer says anything else."""
+    if re.sub(r"\bsources?\b|[\s:;,.]", "", _MARKER.sub("", answer), flags=re.IGNORECASE):
+        return []
+    return list(dict.fromkeys(n for m in _MARKER.finditer(answer) for n in parse_marker(m.group(1))))
+
+
+def quote_sources(numbers: list[int], sources: list[Source], question: str) -> str:
+    """An answer quoting, for each of these sources, its excerpt's sentence closest to
+    the question, cited: what a bare-citation answer points at, spelled out."""
+    by_number = {s.number: s for s in sources}
+    asked = content_words(question)
+    quotes = []
+    for number in numbers:
+        if number in by_number:
+            candidates = sentences(by_number[number].excerpt) or [by_number[number].excerpt]
+            best = max(candidates, key=lambda s: len(asked & content_words(s)))
+            body = best.rstrip(" .")
+            quotes.append(f"{body} [{number}].")
+    return " ".join(quotes)
 
 
 def _evidence(abstract_text: str, claims: list[str]) -> list[str]:

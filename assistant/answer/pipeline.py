@@ -91,6 +91,9 @@ def stream_answer(
     if not answer_text:
         yield _abstention(query, shown, "model_declined", generator.model_name, **fields)
         return
+    bare = citations.bare_citations(answer_text)
+    if bare:
+        answer_text = citations.quote_sources(bare, sources, query) or answer_text
     checked = citations.attribute(answer_text, sources)
     if checked.supported_claims == 0:
         reason = "model_declined" if DECLINE.search(raw) else "unsupported"

@@ -10,6 +10,7 @@ from bm25s.stopwords import STOPWORDS_EN
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]*|\d+(?:\.\d+)?")
 _NUMBER = re.compile(r"(?<![\d.])\d+(?:\.\d+)?(?![\d])")
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
+_LOWER_SUFFIX = re.compile(r"(?<=[A-Za-z0-9])(?:-[a-z]+)+$")
 _STEMMER = Stemmer.Stemmer("english")
 _STOP = set(STOPWORDS_EN) | {
     "paper", "papers", "source", "sources", "abstract", "study", "work", "also", "use", "uses", "used",
@@ -30,9 +31,12 @@ def numbers(text: str) -> set[str]:
 
 def named_terms(text: str) -> set[str]:
     """Named terms, lower-cased: capitalised words that are not stop words (acronyms,
-    CamelCase, names; a capitalised first word counts too, names often start answers)."""
+    CamelCase, names; a capitalised first word counts too, names often start answers).
+    A lower-case suffix is not part of the name: "DenseNet-based" → "densenet"."""
     return {
         word.lower()
-        for word in re.findall(r"(?<![\d])[A-Za-z][A-Za-z0-9\-]+", text)
+        for word in (
+            _LOWER_SUFFIX.sub("", w) for w in re.findall(r"(?<![\d])[A-Za-z][A-Za-z0-9\-]+", text)
+        )
         if any(c.isupper() for c in word) and word.lower() not in _STOP
     }
