@@ -26,18 +26,15 @@ ALL_SOURCES = "All sources"
 Turn = dict[str, str]
 
 
-def status_line(assistant: Assistant) -> str:
-    """How many abstracts are indexed and which model answers."""
-    s = assistant.settings
-    return (
-        f"**Abstract Assistant** · {assistant.stats()['abstracts']:,} abstracts indexed · "
+def index_view(assistant: Assistant) -> tuple[str, list[str]]:
+    """The status line (abstracts indexed, the model that answers) and the source
+    filter's options (all sources, then each indexed file), from one read of the index."""
+    stats, s = assistant.stats(), assistant.settings
+    status = (
+        f"**Abstract Assistant** · {stats['abstracts']:,} abstracts indexed · "
         f"answers by `{html.escape(s.llm_model)}` ({s.llm_backend})"
     )
-
-
-def source_choices(assistant: Assistant) -> list[str]:
-    """The source filter's options: all sources, then each indexed file."""
-    return [ALL_SOURCES, *assistant.stats()["by_source"]]
+    return status, [ALL_SOURCES, *stats["by_source"]]
 
 
 def answerable_examples(assistant: Assistant) -> list[str]:
@@ -64,8 +61,9 @@ def _history(chat: Chat) -> list[Turn]:
 def build(assistant: Assistant) -> gr.Blocks:
     """The app's layout and events."""
     s = assistant.settings
+    status_text, choices = index_view(assistant)
     with gr.Blocks(title="Abstract Assistant") as demo:
-        status = gr.Markdown(status_line(assistant), elem_id="status")
+        status = gr.Markdown(status_text, elem_id="status")
         conversation = gr.State(None)
         with gr.Row():
             with gr.Column(scale=3):
@@ -80,7 +78,7 @@ def build(assistant: Assistant) -> gr.Blocks:
                     gr.Examples(examples=[[q] for q in examples], inputs=[message], label="Example questions")
                 with gr.Accordion("Settings", open=False):
                     k = gr.Slider(1, 10, value=s.top_k, step=1, label="Number of sources")
-                    source = gr.Dropdown(source_choices(assistant), value=ALL_SOURCES, label="Search only in")
+                    source = gr.Dropdown(choices, value=ALL_SOURCES, label="Search only in")
                     gr.Textbox(f"{s.llm_model} ({s.llm_backend})", label="Model", interactive=False)
                     new_chat = gr.Button("New chat")
                 with gr.Accordion("Add papers", open=False):
@@ -137,11 +135,11 @@ def build(assistant: Assistant) -> gr.Blocks:
             except Exception as error:  # the UI's boundary: a message, never a traceback
                 log.exception("ingest failed")
                 return f"<p>⚠ The upload could not be indexed: {html.escape(str(error))}</p>", gr.skip(), gr.skip()
-            choices = source_choices(assistant)
+            status_now, choices_now = index_view(assistant)
             return (
                 render.ingest_html(report, files),
-                status_line(assistant),
-                gr.Dropdown(choices=choices, value=current if current in choices else ALL_SOURCES),
+                status_now,
+                gr.Dropdown(choices=choices_now, value=current if current in choices_now else ALL_SOURCES),
             )
 
         message.submit(
