@@ -16,8 +16,8 @@ import json
 import statistics
 import time
 from collections import defaultdict
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytrec_eval
@@ -44,6 +44,17 @@ def _percentile(values: list[float], q: float) -> float:
 def latency_summary(seconds: list[float]) -> dict[str, float]:
     """p50 and p95 in milliseconds."""
     return {"p50_ms": 1000 * _percentile(seconds, 0.5), "p95_ms": 1000 * _percentile(seconds, 0.95)}
+
+
+def time_calls(call: Callable[[str], object], inputs: list[str]) -> dict[str, float]:
+    """p50/p95 (ms) of ``call`` on each input, warm: one call first that is not timed."""
+    call(inputs[0])
+    seconds = []
+    for text in inputs:
+        started = time.perf_counter()
+        call(text)
+        seconds.append(time.perf_counter() - started)
+    return latency_summary(seconds)
 
 
 def load_qa(path: str | Path) -> list[dict[str, Any]]:

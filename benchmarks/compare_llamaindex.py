@@ -139,16 +139,6 @@ def plain_answer(engine: CitationQueryEngine, by_id: dict[str, Abstract], model:
                   timings=timings)
 
 
-def latency(search: Any, questions: list[str]) -> dict[str, float]:
-    search(questions[0])
-    seconds = []
-    for question in questions:
-        started = time.perf_counter()
-        search(question)
-        seconds.append(time.perf_counter() - started)
-    return evaluation.latency_summary(seconds)
-
-
 def plain_scifact(scifact: Path, qrels_path: Path, directory: Path, embed_model: BaseEmbedding) -> float:
     """nDCG@10 of the plain retriever on SciFact (abstracts ranked by their best chunk)."""
     abstracts = [a for a in corpus.load([scifact / "corpus.jsonl"]) if isinstance(a, Abstract)]
@@ -191,8 +181,8 @@ def main() -> None:
     report = ours.ingest([BUNDLED_CORPUS])
     rows.append(("ingest, abstracts/s", len(unique) / plain_seconds, report.added / report.seconds, "higher"))
 
-    plain_search = latency(plain.as_retriever(similarity_top_k=10).retrieve, questions)
-    our_search = latency(lambda q: ours.search(q, k=10), questions)
+    plain_search = evaluation.time_calls(plain.as_retriever(similarity_top_k=10).retrieve, questions)
+    our_search = evaluation.time_calls(lambda q: ours.search(q, k=10), questions)
     for p in ("p50_ms", "p95_ms"):
         rows.append((f"search k=10 {p[:3]}, ms", plain_search[p], our_search[p], "lower"))
 

@@ -65,13 +65,7 @@ def scifact_run(assistant: Assistant, queries: dict[str, str], fusion: Fusion | 
 
 def search_latency(assistant: Assistant, questions: list[str], k: int = 10) -> dict[str, float]:
     """p50/p95 of `Assistant.search` (warm), as a user calls it."""
-    assistant.search(questions[0], k=k)
-    seconds = []
-    for question in questions:
-        started = time.perf_counter()
-        assistant.search(question, k=k)
-        seconds.append(time.perf_counter() - started)
-    return evaluation.latency_summary(seconds)
+    return evaluation.time_calls(lambda q: assistant.search(q, k=k), questions)
 
 
 def score(run: dict, qrels: dict) -> tuple[float, float]:

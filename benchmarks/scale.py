@@ -112,16 +112,7 @@ def latencies(assistant: Assistant, queries: list[str]) -> dict[str, dict[str, f
         "bm25": lambda q: retriever.lexical(q, depth, None),
         "hybrid": lambda q: assistant.search(q, k=10),
     }
-    out = {}
-    for name, call in sides.items():
-        call(queries[0])
-        seconds = []
-        for query in queries:
-            started = time.perf_counter()
-            call(query)
-            seconds.append(time.perf_counter() - started)
-        out[name] = evaluation.latency_summary(seconds)
-    return out
+    return {name: evaluation.time_calls(call, queries) for name, call in sides.items()}
 
 
 def disk_mb(path: Path) -> float:
