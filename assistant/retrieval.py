@@ -99,13 +99,19 @@ def _distribution_scaled(scores: dict[str, float]) -> dict[str, float]:
     return {key: (value - low) / spread for key, value in scores.items()}
 
 
-def fuse(dense: dict[str, float], lexical: dict[str, float], lexical_weight: float) -> list[tuple[str, float]]:
-    """Distribution-based fusion of two score lists, best first (ties broken by id)."""
+def fuse_weighted(signals: list[tuple[dict[str, float], float]]) -> list[tuple[str, float]]:
+    """Distribution-based fusion of any number of (scores, weight) lists, best first
+    (ties broken by id)."""
     fused: dict[str, float] = {}
-    for scores, weight in ((dense, 1.0 - lexical_weight), (lexical, lexical_weight)):
+    for scores, weight in signals:
         for key, value in _distribution_scaled(scores).items():
             fused[key] = fused.get(key, 0.0) + weight * value
     return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
+
+
+def fuse(dense: dict[str, float], lexical: dict[str, float], lexical_weight: float) -> list[tuple[str, float]]:
+    """Distribution-based fusion of the dense and the lexical side, best first."""
+    return fuse_weighted([(dense, 1.0 - lexical_weight), (lexical, lexical_weight)])
 
 
 def best_sentence(question: str, abstract: Abstract) -> str:

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from assistant import Assistant, SearchFilters
-from assistant.retrieval import fuse
+from assistant.retrieval import fuse, fuse_weighted
 
 from conftest import SAMPLE_UNIQUE
 
@@ -28,6 +28,14 @@ def test_fusion_weights_and_degenerate_inputs() -> None:
     assert [k for k, _ in fuse({"a": 0.9, "b": 0.1}, {"b": 9.0, "a": 1.0}, lexical_weight=0.0)][0] == "a"
     assert fuse({"x": 0.4}, {}, 0.5) == [("x", 0.5)]  # a lone score counts fully
     assert fuse({}, {}, 0.5) == []
+
+
+def test_fusion_of_three_signals() -> None:
+    # Each list scales to a 0.7041 / b 0.5 / c 0.2959 (the dense list of the test above).
+    first, second, third = {"a": 0.9, "b": 0.5, "c": 0.1}, {"b": 0.9, "c": 0.5, "a": 0.1}, {"c": 0.9, "a": 0.5, "b": 0.1}
+    ranked = dict(fuse_weighted([(first, 0.5), (second, 0.3), (third, 0.2)]))
+    assert ranked == pytest.approx({"a": 0.5408, "b": 0.5204, "c": 0.4388}, abs=1e-3)
+    assert fuse_weighted([(first, 0.5), (second, 0.5)]) == fuse(first, second, 0.5)
 
 
 def test_filters_parse_and_translate() -> None:

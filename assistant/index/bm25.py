@@ -31,7 +31,8 @@ def fingerprint(ids: list[str]) -> str:
     return digest.hexdigest()[:24]
 
 
-def _tokenize(texts: list[str]) -> list[list[str]]:
+def tokenize(texts: list[str]) -> list[list[str]]:
+    """BM25 tokens: lower-cased words, English stop words removed, Snowball-stemmed."""
     return bm25s.tokenize(
         texts, stopwords="en", stemmer=_STEMMER, return_ids=False, show_progress=False
     )
@@ -79,7 +80,7 @@ class Bm25Index:
         weight = self.params["title_weight"]
         texts = [" ".join([a.title] * weight * a.titled + [a.text]) for a in abstracts]
         self.model = bm25s.BM25(k1=self.params["k1"], b=self.params["b"])
-        self.model.index(_tokenize(texts), show_progress=False)
+        self.model.index(tokenize(texts), show_progress=False)
         staging = self.folder.with_name(self.folder.name + ".new")
         shutil.rmtree(staging, ignore_errors=True)
         self.model.save(str(staging))
@@ -101,7 +102,7 @@ class Bm25Index:
         """
         if self.model is None or not self.ids:
             return []
-        tokens = _tokenize([query])
+        tokens = tokenize([query])
         if not tokens[0]:
             return []
         n = min(n, len(self.ids))

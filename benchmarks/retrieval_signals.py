@@ -1,0 +1,171 @@
+"""Retrieval signals beyond the product's two, measured on SciFact (train qrels).
+
+    python benchmarks/retrieval_signals.py [--scifact ../shared/data/scifact] [--work DIR]
+
+Issue 3 asks for nDCG@10 >= 0.76 with the default offline models. This script measures
+what further signals, built from the same embedder (all-MiniLM-L6-v2) and bm25s, would add
+to the product's hybrid, so the choice not to ship them rests on numbers:
+
+- dense over the paper **title** alone, over each **sentence** of the abstract (best
+  sentence), over the **centroid** of an abstract's chunks, the chunks' mean similarity;
+- BM25 **variants** of bm25s (Robertson, ATIRE, BM25L, BM25+ besides Lucene);
+- each fused with the product's two sides by the product's distribution-based fusion
+  (`assistant.retrieval.fuse_weighted`, top 100 per signal).
+
+Scores are exact (brute force over all abstracts, not HNSW), so the first row can differ
+slightly from `benchmarks/retrieval.py`. Vectors are cached in ``--work`` (embedding the
+chunks and sentences takes about 20 minutes on 2 cores the first time). Never part of
+the test run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import bm25s
+import numpy as np
+
+from assistant import Abstract
+from assistant.corpus.display import sentences
+from assistant.index.bm25 import tokenize
+from assistant.index.chunking import chunk, embedding_text
+from assistant.index.embedders import Embedder, create
+from assistant.retrieval import fuse_weighted
+from assistant.settings import Settings
+from retrieval import score
+
+ROOT = Path(__file__).resolve().parent.parent
+DEPTH = 100
+
+
+def cached_vectors(work: Path, name: str, texts: list[str], embedder: Embedder) -> np.ndarray:
+    """The texts' vectors, embedded once and kept in ``work``."""
+    path = work / f"{name}.npy"
+    if path.exists():
+        return np.load(path)
+    started = time.perf_counter()
+    vectors = embedder.embed(texts)
+    print(f"embedded {len(texts)} {name} in {time.perf_counter() - started:.0f} s", flush=True)
+    np.save(path, vectors)
+    return vectors
+
+
+def best_unit(similarity: np.ndarray, owners: np.ndarray, count: int) -> np.ndarray:
+    """Per query and abstract, the best similarity among the abstract's units."""
+    order = np.argsort(owners, kind="stable")
+    sorted_owners = owners[order]
+    starts = np.r_[0, np.flatnonzero(np.diff(sorted_owners)) + 1]
+    out = np.full((similarity.shape[0], count), -1.0, dtype=np.float32)
+    out[:, sorted_owners[starts]] = np.maximum.reduceat(similarity[:, order], starts, axis=1)
+    return out
+
+
+def mean_unit(similarity: np.ndarray, owners: np.ndarray, count: int) -> np.ndarray:
+    """Per query and abstract, the mean similarity of the abstract's units."""
+    totals = np.stack([np.bincount(owners, weights=row, minlength=count) for row in similarity])
+    return (totals / np.maximum(np.bincount(owners, minlength=count), 1)).astype(np.float32)
+
+
+def bm25_scores(abstracts: list[Abstract], queries: list[str], method: str, k1: float, b: float) -> np.ndarray:
+    """BM25 scores of every abstract (title + text, as the product indexes them) per query."""
+    model = bm25s.BM25(k1=k1, b=b, method=method)
+    model.index(tokenize([f"{a.title} {a.text}" for a in abstracts]), show_progress=False)
+    return np.stack([model.get_scores(tokens) for tokens in tokenize(queries)]).astype(np.float32)
+
+
+def top_scores(row: np.ndarray, ids: list[str]) -> dict[str, float]:
+    """The ``DEPTH`` best abstracts of one signal, as the product's fusion takes them."""
+    top = np.argpartition(-row, DEPTH)[:DEPTH]
+    return {ids[i]: float(row[i]) for i in top}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--scifact", type=Path, default=ROOT.parent / "shared" / "data" / "scifact")
+    parser.add_argument("--qrels", default="train.tsv", help="qrels file under <scifact>/qrels")
+    parser.add_argument("--work", type=Path, default=None, help="vector cache (default: <cache_dir>/signals)")
+    args = parser.parse_args()
+
+    settings = Settings()
+    embedder = create(settings)
+    variant = re.sub(r"\W+", "_", f"{embedder.model_id}_{settings.chunk_size}_{settings.chunk_overlap}")
+    work = (args.work or settings.cache_dir / "signals") / variant  # vectors of these settings only
+    work.mkdir(parents=True, exist_ok=True)
+    qrels: dict[str, dict[str, int]] = {}
+    for line in (args.scifact / "qrels" / args.qrels).read_text().splitlines()[1:]:
+        query_id, doc_id, grade = line.split("\t")
+        qrels.setdefault(query_id, {})[doc_id] = int(grade)
+    records = [json.loads(line) for line in (args.scifact / "corpus.jsonl").open()]
+    abstracts = [Abstract(id=r["_id"], title=r["title"], text=r["text"], source="scifact") for r in records]
+    ids = [a.id for a in abstracts]
+    queries = [q for q in map(json.loads, (args.scifact / "queries.jsonl").open()) if q["_id"] in qrels]
+
+    units: dict[str, tuple[list[str], list[int]]] = {"titles": ([a.title for a in abstracts], list(range(len(ids))))}
+    chunk_texts, chunk_owners, sentence_texts, sentence_owners = [], [], [], []
+    for n, abstract in enumerate(abstracts):
+        for piece in chunk(abstract, settings.chunk_size, settings.chunk_overlap):
+            chunk_texts.append(embedding_text(abstract, piece))
+            chunk_owners.append(n)
+        for sentence in sentences(abstract.text):
+            sentence_texts.append(sentence)
+            sentence_owners.append(n)
+    units["chunks"] = (chunk_texts, chunk_owners)
+    units["sentences"] = (sentence_texts, sentence_owners)
+    query_vectors = cached_vectors(work, "queries", [q["text"] for q in queries], embedder)
+    best: dict[str, np.ndarray] = {}
+    for name, (texts, owners) in units.items():
+        vectors = cached_vectors(work, name, texts, embedder)
+        similarity = query_vectors @ vectors.T
+        best[name] = best_unit(similarity, np.array(owners), len(ids))
+    chunk_vectors = np.load(work / "chunks.npy")
+    chunk_owners_array = np.array(chunk_owners)
+    chunk_mean = mean_unit(query_vectors @ chunk_vectors.T, chunk_owners_array, len(ids))
+    centroids = np.zeros((len(ids), chunk_vectors.shape[1]), dtype=np.float32)
+    np.add.at(centroids, chunk_owners_array, chunk_vectors)
+    centroid = query_vectors @ (centroids / np.linalg.norm(centroids, axis=1, keepdims=True)).T
+
+    texts = [q["text"] for q in queries]
+    bm25 = {m: bm25_scores(abstracts, texts, m, settings.bm25_k1, settings.bm25_b)
+            for m in ("lucene", "robertson", "atire", "bm25l", "bm25+")}
+    dense, lexical = best["chunks"], bm25["lucene"]
+    half = 0.5
+
+    def fused(*signals: tuple[np.ndarray, float]) -> Callable[[int], list[tuple[str, float]]]:
+        return lambda n: fuse_weighted([(top_scores(array[n], ids), weight) for array, weight in signals])
+
+    rows: list[tuple[str, Callable[[int], list[tuple[str, float]]]]] = [
+        ("product hybrid: chunks 0.5 + BM25 (Lucene) 0.5", fused((dense, half), (lexical, half))),
+        ("dense, title only", fused((best["titles"], 1.0))),
+        ("dense, best sentence", fused((best["sentences"], 1.0))),
+        ("dense, chunk centroid", fused((centroid, 1.0))),
+        ("dense, mean of chunks", fused((chunk_mean, 1.0))),
+        ("hybrid + title 0.1", fused((dense, 0.45), (lexical, 0.45), (best["titles"], 0.1))),
+        ("hybrid + title 0.2", fused((dense, 0.4), (lexical, 0.4), (best["titles"], 0.2))),
+        ("hybrid + best sentence 0.15", fused((dense, 0.425), (lexical, 0.425), (best["sentences"], 0.15))),
+        ("hybrid + best sentence 0.25", fused((dense, 0.375), (lexical, 0.375), (best["sentences"], 0.25))),
+        ("hybrid + best sentence 0.33", fused((dense, 0.335), (lexical, 0.335), (best["sentences"], 0.33))),
+        ("hybrid, dense = 0.7 best chunk + 0.3 centroid", fused((0.7 * dense + 0.3 * centroid, half), (lexical, half))),
+        ("hybrid, dense = 0.7 best chunk + 0.3 best sentence",
+         fused((0.7 * dense + 0.3 * best["sentences"], half), (lexical, half))),
+    ]
+    rows += [(f"hybrid, BM25 {m}", fused((dense, half), (bm25[m], half))) for m in ("robertson", "atire", "bm25l", "bm25+")]
+    rows += [(f"BM25 {m} alone", fused((bm25[m], 1.0))) for m in bm25]
+    print(f"\nSciFact ({args.qrels}, {len(queries)} queries, {len(chunk_texts)} chunks, "
+          f"{len(sentence_texts)} sentences; exact scores)")
+    print(f"{'signals':60s} {'nDCG@10':>8s} {'R@100':>7s}")
+    for name, ranking in rows:
+        run = {}
+        for n, query in enumerate(queries):
+            ranked = ranking(n)[:100]
+            run[query["_id"]] = {doc: float(len(ranked) - rank) for rank, (doc, _) in enumerate(ranked)}
+        ndcg, recall = score(run, qrels)
+        print(f"{name:60s} {ndcg:8.4f} {recall:7.4f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
