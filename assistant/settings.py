@@ -71,7 +71,12 @@ class Settings(BaseSettings):
     embed_max_tokens: int = Field(
         default=256, description="Word-piece tokens the local embedder reads per text."
     )
-    embed_batch_size: int = Field(default=32, description="Texts embedded per batch.")
+    embed_batch_size: int | None = Field(
+        default=None,
+        description="Texts embedded per batch (default: 4 for the local model, where small "
+        "batches run fastest on CPU, 60 against 43 chunks/s at 32 on 2 cores; 64 per request "
+        "to an OpenAI-compatible server).",
+    )
     embed_threads: int = Field(
         default=0, description="onnxruntime intra-op threads for the local embedder (0: all cores)."
     )

@@ -33,6 +33,11 @@ def test_vectors_are_normalised_and_similar_texts_are_close(minilm: embedders.Em
     assert similarity[0, 2] < 0.1
 
 
+def test_batch_size_defaults_per_backend_and_can_be_set() -> None:
+    assert embedders.create(Settings()).batch_size == 4  # small batches are fastest on CPU
+    assert embedders.create(Settings(embed_batch_size=16)).batch_size == 16
+
+
 def test_batching_and_ordering_do_not_change_vectors(minilm: embedders.Embedder) -> None:
     texts = ["short", "a somewhat longer sentence about proteins", "x " * 400, "medium length text here"]
     together = minilm.embed(texts)

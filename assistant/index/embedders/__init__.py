@@ -15,13 +15,13 @@ def create(settings: Settings) -> Embedder:
             raise EmbeddingError(
                 f"the onnx backend ships only {MODEL_NAME}, not {settings.embed_model!r}"
             )
-        return OnnxMiniLM(
-            settings.embed_max_tokens, settings.embed_threads, settings.embed_batch_size
-        )
+        batch_size = settings.embed_batch_size or OnnxMiniLM.default_batch_size
+        return OnnxMiniLM(settings.embed_max_tokens, settings.embed_threads, batch_size)
     from assistant.index.embedders.openai_embedder import OpenAIEmbedder
     from assistant.openai_client import make_client
 
-    return OpenAIEmbedder(make_client(settings), settings.embed_model, settings.embed_batch_size)
+    batch_size = settings.embed_batch_size or OpenAIEmbedder.default_batch_size
+    return OpenAIEmbedder(make_client(settings), settings.embed_model, batch_size)
 
 
 __all__ = ["Embedder", "EmbeddingError", "create"]

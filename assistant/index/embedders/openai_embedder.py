@@ -11,7 +11,9 @@ from assistant.index.embedders.base import EmbeddingError
 class OpenAIEmbedder:
     """Calls ``client.embeddings.create``; the dimension is learned from the first reply."""
 
-    def __init__(self, client: openai.OpenAI, model: str, batch_size: int = 64) -> None:
+    default_batch_size = 64  # texts per request
+
+    def __init__(self, client: openai.OpenAI, model: str, batch_size: int = default_batch_size) -> None:
         self.client = client
         self.model = model
         self.batch_size = batch_size
