@@ -32,6 +32,7 @@ import numpy as np
 
 from assistant import Abstract
 from assistant.corpus.display import sentences
+from assistant.evaluation import read_qrels
 from assistant.index.bm25 import tokenize
 from assistant.index.chunking import chunk, embedding_text
 from assistant.index.embedders import Embedder, create
@@ -46,8 +47,8 @@ DEPTH = 100
 def cached_vectors(work: Path, name: str, texts: list[str], embedder: Embedder) -> np.ndarray:
     """The texts' vectors, embedded once and kept in ``work``."""
     path = work / f"{name}.npy"
-    if path.exists():
-        return np.load(path)
+    if path.exists() and len(cached := np.load(path)) == len(texts):
+        return cached
     started = time.perf_counter()
     vectors = embedder.embed(texts)
     print(f"embedded {len(texts)} {name} in {time.perf_counter() - started:.0f} s", flush=True)
@@ -96,10 +97,7 @@ def main() -> None:
     variant = re.sub(r"\W+", "_", f"{embedder.model_id}_{settings.chunk_size}_{settings.chunk_overlap}")
     work = (args.work or settings.cache_dir / "signals") / variant  # vectors of these settings only
     work.mkdir(parents=True, exist_ok=True)
-    qrels: dict[str, dict[str, int]] = {}
-    for line in (args.scifact / "qrels" / args.qrels).read_text().splitlines()[1:]:
-        query_id, doc_id, grade = line.split("\t")
-        qrels.setdefault(query_id, {})[doc_id] = int(grade)
+    qrels = read_qrels(args.scifact / "qrels" / args.qrels)
     records = [json.loads(line) for line in (args.scifact / "corpus.jsonl").open()]
     abstracts = [Abstract(id=r["_id"], title=r["title"], text=r["text"], source="scifact") for r in records]
     ids = [a.id for a in abstracts]
@@ -116,21 +114,20 @@ def main() -> None:
             sentence_owners.append(n)
     units["chunks"] = (chunk_texts, chunk_owners)
     units["sentences"] = (sentence_texts, sentence_owners)
-    query_vectors = cached_vectors(work, "queries", [q["text"] for q in queries], embedder)
+    query_texts = [q["text"] for q in queries]
+    query_vectors = cached_vectors(work, "queries", query_texts, embedder)
     best: dict[str, np.ndarray] = {}
     for name, (texts, owners) in units.items():
         vectors = cached_vectors(work, name, texts, embedder)
         similarity = query_vectors @ vectors.T
         best[name] = best_unit(similarity, np.array(owners), len(ids))
-    chunk_vectors = np.load(work / "chunks.npy")
-    chunk_owners_array = np.array(chunk_owners)
-    chunk_mean = mean_unit(query_vectors @ chunk_vectors.T, chunk_owners_array, len(ids))
-    centroids = np.zeros((len(ids), chunk_vectors.shape[1]), dtype=np.float32)
-    np.add.at(centroids, chunk_owners_array, chunk_vectors)
-    centroid = query_vectors @ (centroids / np.linalg.norm(centroids, axis=1, keepdims=True)).T
+        if name == "chunks":
+            chunk_mean = mean_unit(similarity, np.array(owners), len(ids))
+            centroids = np.zeros((len(ids), vectors.shape[1]), dtype=np.float32)
+            np.add.at(centroids, np.array(owners), vectors)
+            centroid = query_vectors @ (centroids / np.linalg.norm(centroids, axis=1, keepdims=True)).T
 
-    texts = [q["text"] for q in queries]
-    bm25 = {m: bm25_scores(abstracts, texts, m, settings.bm25_k1, settings.bm25_b)
+    bm25 = {m: bm25_scores(abstracts, query_texts, m, settings.bm25_k1, settings.bm25_b)
             for m in ("lucene", "robertson", "atire", "bm25l", "bm25+")}
     dense, lexical = best["chunks"], bm25["lucene"]
     half = 0.5
