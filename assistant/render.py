@@ -55,6 +55,10 @@ def answer_html(answer: Answer) -> str:
     text = _cite_links(text)
     if answer.unsupported:
         text += "\n\n<small>⚠ marks sentences that no retrieved abstract supports.</small>"
+    if answer.set_aside:
+        count = len(answer.set_aside)
+        text += (f"\n\n<small>{count} statement{'s' if count > 1 else ''} left out: only a source "
+                 "ranked well below the best supports it.</small>")
     return text
 
 

@@ -131,6 +131,11 @@ class Settings(BaseSettings):
         default=0.5,
         description="Sources shown to the model must score at least this share of the best hit.",
     )
+    citation_score_ratio: float = Field(
+        default=0.65,
+        description="Sources an answer may cite must score at least this share of the best hit; "
+        "a claim only a weaker source supports is left out of the answer (`Answer.set_aside`).",
+    )
     min_relevance: float = Field(
         default=0.45,
         description="Abstain without asking the model when the best hit's relevance is lower.",

@@ -112,7 +112,8 @@ class Answer:
     ``abstained`` is True when the indexed abstracts do not answer the question
     (``abstain_reason``: low_relevance, model_declined or unsupported); an abstention
     carries no citations. ``sources`` are the hits the model saw; ``unsupported`` the
-    answer sentences no source supports; ``timings`` are seconds (retrieve, first_token,
+    answer sentences no source supports; ``set_aside`` the claims left out of ``text``
+    because only a source ranked well below the best supports them; ``timings`` are seconds (retrieve, first_token,
     total); ``raw_text`` is what the model wrote before citations were verified.
     """
 
@@ -122,6 +123,7 @@ class Answer:
     abstained: bool = False
     abstain_reason: str | None = None
     unsupported: list[str] = field(default_factory=list)
+    set_aside: list[str] = field(default_factory=list)
     question: str = ""
     model: str = ""
     timings: dict[str, float] = field(default_factory=dict)

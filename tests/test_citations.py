@@ -86,3 +86,31 @@ def test_a_bare_citation_answer_quotes_the_cited_sources() -> None:
                       "we propose depth-scaled sandwich normalization, which eliminates loss spikes [1].")
     result = attribute(quoted, sources)
     assert [c.abstract.id for c in result.citations] == ["a2", "a1"] and not result.unsupported
+
+
+def test_claims_only_a_weakly_ranked_source_supports_are_set_aside() -> None:
+    sources = _sources(NFNET, PANGU, CHIMERA)
+    answer = ("NFNets reach 86.5% ImageNet top-1 accuracy [1], while Chimera reaches a 2.7x speedup [3]. "
+              "Pangu Ultra has 135 billion parameters [2].")
+    result = attribute(answer, sources, citable={1, 2})
+    assert result.text == "NFNets reach 86.5% ImageNet top-1 accuracy [1]. Pangu Ultra has 135 billion parameters [2]."
+    assert result.set_aside == ["while Chimera reaches a 2.7x speedup"]
+    assert [c.abstract.id for c in result.citations] == ["a1", "a2"] and not result.unsupported
+    everything = attribute(answer, sources)
+    assert everything.set_aside == [] and [c.abstract.id for c in everything.citations] == ["a1", "a3", "a2"]
+
+
+def test_a_citable_source_that_also_supports_a_claim_is_cited_instead() -> None:
+    sources = _sources(CHIMERA, CHIMERA + " It was tested on Vicuna.")
+    result = attribute("Chimera reaches a 2.7x speedup [2].", sources, citable={1})
+    assert result.text == "Chimera reaches a 2.7x speedup [1]." and result.set_aside == []
+    assert [c.abstract.id for c in result.citations] == ["a1"]
+
+
+def test_a_quote_of_a_weakly_ranked_source_is_not_passed_off_as_another_source() -> None:
+    quote = "It is a lightweight draft model for speculative decoding that reaches a speedup"
+    sources = _sources("A lightweight draft model speeds up speculative decoding of LLMs.", CHIMERA)
+    assert 0.5 <= support(quote, sources[0].excerpt) < support(quote, sources[1].excerpt)
+    result = attribute(f"{quote} [2].", sources, citable={1})
+    assert result.set_aside == [quote] and result.citations == [] and result.supported_claims == 0
+    assert attribute(f"{quote} [1].", sources, citable={1}).text == f"{quote} [1]."

@@ -57,3 +57,10 @@ def test_ingest_report_lists_what_was_rejected() -> None:
     assert "added 2 abstracts, skipped 1 already indexed, rejected 2" in html
     assert "bad.jsonl line 3: invalid JSON: &lt;oops&gt;" in html and "x.pdf: unsupported" in html
     assert "/tmp/up" not in html
+
+
+def test_statements_set_aside_are_counted_under_the_answer() -> None:
+    answer = Answer(text="Supported [1].", citations=[Citation(1, PLAIN)], sources=[Hit(PLAIN, 1.0, 1)],
+                    set_aside=["A related paper does something else", "Another one"])
+    assert "2 statements left out: only a source ranked well below the best supports it." in answer_html(answer)
+    assert "left out" not in answer_html(Answer(text="Supported [1].", citations=[Citation(1, PLAIN)]))

@@ -9,7 +9,10 @@
    The last check catches spliced facts: a name from one abstract with a number from
    another. The model's own citation is kept when that source supports the claim;
    otherwise the best supporting source is cited instead, and a claim that no source
-   supports is listed as unsupported (and keeps no citation).
+   supports is listed as unsupported (and keeps no citation). Only *citable* sources
+   (those retrieval ranks close to the best) may be cited: a claim that a weaker source
+   supports best, and that the model did not cite a citable source for, is set aside
+   (left out of the answer) as drawn from a source off the question.
 4. Renumber the cited sources by first use: [1] is the first source the answer cites.
 
 An answer of bare markers ("[1] [3]", typical of the small model for "which papers …"
@@ -55,6 +58,7 @@ class Claim:
     trailer: str = ""
     support: dict[int, float] | None = None
     source: int | None = None
+    set_aside: bool = False
 
 
 def split_claims(answer: str) -> list[Claim]:
@@ -100,20 +104,28 @@ class Attribution:
     citations: list[Citation]
     unsupported: list[str]
     supported_claims: int
+    set_aside: list[str]
 
 
-def attribute(answer: str, sources: list[Source]) -> Attribution:
-    """Verify every claim of ``answer`` against ``sources`` and renumber the citations."""
+def attribute(answer: str, sources: list[Source], citable: set[int] | None = None) -> Attribution:
+    """Verify every claim of ``answer`` against ``sources`` and renumber the citations.
+
+    ``citable``: the numbers of the sources a claim may cite (default: all).
+    """
     by_number = {s.number: s for s in sources}
+    citable = set(by_number) if citable is None else citable
     claims = split_claims(answer)
     for claim in claims:
         claim.support = {n: support(claim.text, s.hit.abstract.text) for n, s in by_number.items()}
         backed = {n: v for n, v in claim.support.items() if v >= SUPPORT_THRESHOLD}
-        own = [n for n in claim.cited if n in backed]
+        allowed = {n: v for n, v in backed.items() if n in citable}
+        own = [n for n in claim.cited if n in allowed]
         if own:
-            claim.source = max(own, key=lambda n: backed[n])
-        elif backed:
-            claim.source = max(backed, key=lambda n: backed[n])
+            claim.source = max(own, key=lambda n: allowed[n])
+        elif allowed and max(allowed.values()) >= max(backed.values()):
+            claim.source = max(allowed, key=lambda n: allowed[n])
+        elif backed:  # drawn from a weaker source, which supports it best
+            claim.set_aside = True
 
     order: dict[int, int] = {}
     evidence: dict[int, list[str]] = {}
@@ -121,6 +133,10 @@ def attribute(answer: str, sources: list[Source]) -> Attribution:
     pieces, unsupported = [], []
     for claim in claims:
         text = claim.text.rstrip()
+        if claim.set_aside:  # keep the sentence end it may have carried
+            if pieces and claim.trailer.strip() and not pieces[-1].rstrip().endswith((".", "!", "?")):
+                pieces[-1] = pieces[-1].rstrip(" ,;") + claim.trailer.strip()
+            continue
         if claim.source is None:
             if len(content_words(text)) >= 3:
                 unsupported.append(text.strip())
@@ -141,7 +157,13 @@ def attribute(answer: str, sources: list[Source]) -> Attribution:
         for old, new in sorted(order.items(), key=lambda item: item[1])
     ]
     text = re.sub(r"\s+", " ", " ".join(p.strip() for p in pieces if p.strip())).strip()
-    return Attribution(text, citations, unsupported, supported_claims=sum(c.source is not None for c in claims))
+    return Attribution(
+        text,
+        citations,
+        unsupported,
+        supported_claims=sum(c.source is not None for c in claims),
+        set_aside=[c.text.strip(" ,;") for c in claims if c.set_aside],
+    )
 
 
 def bare_citations(answer: str) -> list[int]:

@@ -6,6 +6,10 @@ The assistant abstains, with no citations, when
   ``min_relevance``): the model is not even asked;
 - the model says the sources do not answer (``NOT IN SOURCES``);
 - no claim of the model's answer is supported by a source.
+
+Sources down to ``source_score_ratio`` of the best hit give the model context; only those
+down to ``citation_score_ratio`` may be cited. Claims drawn from the weaker ones (typically
+a related paper padding a "which papers …" answer) are left out (`Answer.set_aside`).
 """
 
 from __future__ import annotations
@@ -94,7 +98,8 @@ def stream_answer(
     bare = citations.bare_citations(answer_text)
     if bare:
         answer_text = citations.quote_sources(bare, sources, query) or answer_text
-    checked = citations.attribute(answer_text, sources)
+    citable = {s.number for s in sources if s.hit.score >= settings.citation_score_ratio * hits[0].score}
+    checked = citations.attribute(answer_text, sources, citable)
     if checked.supported_claims == 0:
         reason = "model_declined" if DECLINE.search(raw) else "unsupported"
         yield _abstention(query, shown, reason, generator.model_name, **fields)
@@ -105,6 +110,7 @@ def stream_answer(
         sources=shown,
         abstained=False,
         unsupported=[c for c in checked.unsupported if not DECLINE.search(c)],
+        set_aside=checked.set_aside,
         question=query,
         model=generator.model_name,
         **fields,
