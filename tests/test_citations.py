@@ -114,3 +114,38 @@ def test_a_quote_of_a_weakly_ranked_source_is_not_passed_off_as_another_source()
     result = attribute(f"{quote} [2].", sources, citable={1})
     assert result.set_aside == [quote] and result.citations == [] and result.supported_claims == 0
     assert attribute(f"{quote} [1].", sources, citable={1}).text == f"{quote} [1]."
+
+
+def test_markers_used_as_words_leave_no_gap_when_moved_or_dropped() -> None:
+    sources = _sources(NFNET, PANGU)
+    result = attribute("The study by [2] shows that depth-scaled sandwich normalization eliminates loss spikes. "
+                       "Sources [1] and [2] describe adaptive gradient clipping for NFNets.", sources)
+    assert result.text == ("The study shows that depth-scaled sandwich normalization eliminates loss spikes [1]. "
+                           "Sources describe adaptive gradient clipping for NFNets [2].")
+    assert [c.abstract.id for c in result.citations] == ["a2", "a1"]
+    kept = split_claims("X does A [1], while Y, as shown in [2], does B.")
+    assert [(c.text.strip(" ,"), c.cited) for c in kept] == [("X does A", [1]), ("while Y, as shown, does B", [2])]
+
+
+def test_a_sentence_opener_is_not_taken_for_a_name() -> None:
+    assert support("Yes, NFNets reach 86.5% ImageNet top-1 accuracy", NFNET) >= 0.5
+    assert support("Specifically, NFNets reach 86.5% ImageNet top-1 accuracy", NFNET) >= 0.5
+    assert support("We show that NFNets reach 86.5% ImageNet top-1 accuracy", NFNET) >= 0.5
+    assert support("Moreover, ResNets reach 86.5% ImageNet top-1 accuracy", NFNET) == 0.0
+
+
+def test_a_claim_that_only_restates_the_question_is_neither_cited_nor_flagged() -> None:
+    question = "Does adaptive gradient clipping let NFNets train without batch normalization?"
+    answer = "Yes, adaptive gradient clipping lets NFNets train without batch normalization [1]. They reach 86.5% top-1 [1]."
+    result = attribute(answer, _sources(NFNET), question=question)
+    assert result.text == ("Yes, adaptive gradient clipping lets NFNets train without batch normalization. "
+                           "They reach 86.5% top-1 [1].")
+    assert result.unsupported == [] and result.supported_claims == 1
+    assert attribute("Yes, adaptive gradient clipping lets NFNets train without batch normalization.",
+                     _sources(NFNET), question=question).supported_claims == 0
+
+
+def test_a_quote_prefers_the_sentence_that_states_a_finding() -> None:
+    text = "Speculative decoding with retrieval speeds up generation. DReSD retrieves draft tokens for speculative decoding, 2.1x faster."
+    quoted = quote_sources([1], _sources(text), "Which papers combine retrieval with speculative decoding?")
+    assert quoted == "DReSD retrieves draft tokens for speculative decoding, 2.1x faster [1]."

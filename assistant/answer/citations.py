@@ -12,7 +12,8 @@
    supports is listed as unsupported (and keeps no citation). Only *citable* sources
    (those retrieval ranks close to the best) may be cited: a claim that a weaker source
    supports best, and that the model did not cite a citable source for, is set aside
-   (left out of the answer) as drawn from a source off the question.
+   (left out of the answer) as drawn from a source off the question. A claim that only
+   restates the question (no content word of its own) is left as it is, uncited.
 4. Renumber the cited sources by first use: [1] is the first source the answer cites.
 
 An answer of bare markers ("[1] [3]", typical of the small model for "which papers …"
@@ -26,13 +27,16 @@ import re
 from dataclasses import dataclass
 
 from assistant.answer.context import Source
-from assistant.answer.words import content_words, named_terms, numbers
+from assistant.answer.words import content_words, named_terms, numbers, specifics
 from assistant.corpus.display import sentences
 from assistant.types import Citation
 
 SUPPORT_THRESHOLD = 0.5
+QUOTE_SPECIFICS_WEIGHT = 0.2
 _MARKER = re.compile(r"\s*\[(\s*\d+\s*(?:(?:[,;–-]|and)\s*\d+\s*)*)\]")
 _RANGE = re.compile(r"(\d+)\s*[–-]\s*(\d+)")
+_LINKING = {"by", "in", "from", "of", "see", "and"}
+_NAMING = _LINKING | {"source", "sources", "study", "work", "paper", "papers"}
 
 
 def parse_marker(inner: str) -> list[int]:
@@ -59,12 +63,39 @@ class Claim:
     support: dict[int, float] | None = None
     source: int | None = None
     set_aside: bool = False
+    restates: bool = False
+
+
+def _move_inline_markers(sentence: str) -> str:
+    """Markers used as words ("The study by [1] shows X", "Sources [2] and [4] give X")
+    move to the end of the sentence, so that dropping one leaves no gap in the text."""
+    moved: list[str] = []
+    kept: list[str] = []
+    position = 0
+    for match in _MARKER.finditer(sentence):
+        before = sentence[position : match.start()]
+        words = before.split()
+        follows = re.match(r"\s*,?\s*[A-Za-z(]", sentence[match.end() :])
+        if words and words[-1].lower() in _NAMING and follows:
+            if words[-1].lower() in _LINKING:
+                before = before[: before.rstrip().rfind(" ") + 1] if len(words) > 1 else ""
+            moved.append(match.group(0).strip())
+            kept.append(before)
+        else:
+            kept.append(sentence[position : match.end()])
+        position = match.end()
+    if not moved:
+        return sentence
+    text = "".join(kept) + sentence[position:]
+    text = re.sub(r"\s+([,;.!?])", r"\1", re.sub(r"\s{2,}", " ", text)).strip()
+    body, end = (text[:-1], text[-1]) if text[-1:] in ".!?" else (text, "")
+    return f"{body} {' '.join(moved)}{end}"
 
 
 def split_claims(answer: str) -> list[Claim]:
     """Split an answer into claims at sentence ends and after each marker group."""
     claims: list[Claim] = []
-    for sentence in sentences(answer):
+    for sentence in map(_move_inline_markers, sentences(answer)):
         position = 0
         for match in _MARKER.finditer(sentence):
             text = sentence[position : match.start()]
@@ -107,15 +138,22 @@ class Attribution:
     set_aside: list[str]
 
 
-def attribute(answer: str, sources: list[Source], citable: set[int] | None = None) -> Attribution:
+def attribute(answer: str, sources: list[Source], citable: set[int] | None = None, question: str = "") -> Attribution:
     """Verify every claim of ``answer`` against ``sources`` and renumber the citations.
 
-    ``citable``: the numbers of the sources a claim may cite (default: all).
+    ``citable``: the numbers of the sources a claim may cite (default: all). With the
+    ``question``, a claim that only restates it ("Yes, the size of the chunks matters") is
+    neither cited nor flagged, and it does not count as a supported claim.
     """
     by_number = {s.number: s for s in sources}
     citable = set(by_number) if citable is None else citable
+    asked = frozenset(content_words(question))
     claims = split_claims(answer)
     for claim in claims:
+        words = content_words(claim.text)
+        if asked and words and words <= asked:
+            claim.restates = True
+            continue
         claim.support = {n: support(claim.text, s.hit.abstract.text) for n, s in by_number.items()}
         backed = {n: v for n, v in claim.support.items() if v >= SUPPORT_THRESHOLD}
         allowed = {n: v for n, v in backed.items() if n in citable}
@@ -138,7 +176,7 @@ def attribute(answer: str, sources: list[Source], citable: set[int] | None = Non
                 pieces[-1] = pieces[-1].rstrip(" ,;") + claim.trailer.strip()
             continue
         if claim.source is None:
-            if len(content_words(text)) >= 3:
+            if not claim.restates and len(content_words(text)) >= 3:
                 unsupported.append(text.strip())
             pieces.append(text + claim.trailer)
             continue
@@ -176,14 +214,20 @@ def bare_citations(answer: str) -> list[int]:
 
 def quote_sources(numbers: list[int], sources: list[Source], question: str) -> str:
     """An answer quoting, for each of these sources, its excerpt's sentence closest to
-    the question, cited: what a bare-citation answer points at, spelled out."""
+    the question (sharing most of its words; stating specifics breaks near-ties), cited:
+    what a bare-citation answer points at, spelled out."""
     by_number = {s.number: s for s in sources}
     asked = content_words(question)
+
+    def closeness(sentence: str) -> float:
+        shared = len(asked & content_words(sentence)) / max(len(asked), 1)
+        return shared + QUOTE_SPECIFICS_WEIGHT * specifics(sentence)
+
     quotes = []
     for number in numbers:
         if number in by_number:
             candidates = sentences(by_number[number].excerpt) or [by_number[number].excerpt]
-            best = max(candidates, key=lambda s: len(asked & content_words(s)))
+            best = max(candidates, key=closeness)
             body = best.rstrip(" .")
             quotes.append(f"{body} [{number}].")
     return " ".join(quotes)

@@ -4,7 +4,9 @@ On 2 CPU cores every prompt token costs about 11 ms before the first answer toke
 the model is shown the sentences of each retrieved abstract that are closest to the
 question, not whole abstracts. Closeness mixes embedding similarity (topic) with the
 share of the question's content words a sentence contains (embedding similarity alone
-prefers a topical sentence over the one that states the asked-for fact).
+prefers a topical sentence over the one that states the asked-for fact), plus a bonus for
+specifics: a sentence with numbers or named terms (after its first word) states a finding,
+where background sentences only restate the topic.
 
 Abstract text is data, never instructions: besides the prompt saying so, sentences that
 read as instructions to an assistant ("ignore previous instructions", "reply only
@@ -21,13 +23,14 @@ from dataclasses import dataclass
 import numpy as np
 import tiktoken
 
-from assistant.answer.words import content_words
+from assistant.answer.words import content_words, specifics
 from assistant.corpus.display import sentences
 from assistant.index.embedders import Embedder
 from assistant.types import Hit
 
 _ENCODING = tiktoken.get_encoding("cl100k_base")
 WORD_OVERLAP_WEIGHT = 0.5
+SPECIFICS_WEIGHT = 0.3
 _INSTRUCTION = re.compile(
     r"\b(?:ignore|disregard|forget)\b.{0,20}\b(?:instructions|rules|prompt)\b|\b(?:reply|respond|answer) only\b"
     r"|\bdo not (?:cite|answer|follow)\b|\byou are (?:an?|the) (?:assistant|ai|language model|chatbot)\b"
@@ -69,7 +72,8 @@ def build(question: str, hits: list[Hit], embedder: Embedder, budget_tokens: int
     vectors = embedder.embed([question] + [per_hit[h][s] for h, s in flat])
     asked = content_words(question) or {""}
     overlap = [len(asked & content_words(per_hit[h][s])) / len(asked) for h, s in flat]
-    similarity = vectors[1:] @ vectors[0] + WORD_OVERLAP_WEIGHT * np.array(overlap)
+    stated = [specifics(per_hit[h][s]) for h, s in flat]
+    similarity = vectors[1:] @ vectors[0] + WORD_OVERLAP_WEIGHT * np.array(overlap) + SPECIFICS_WEIGHT * np.array(stated)
     cost = [count_tokens(per_hit[h][s]) + 1 for h, s in flat]
     chosen: set[int] = set()
     spent = 0

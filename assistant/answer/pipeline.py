@@ -99,7 +99,7 @@ def stream_answer(
     if bare:
         answer_text = citations.quote_sources(bare, sources, query) or answer_text
     citable = {s.number for s in sources if s.hit.score >= settings.citation_score_ratio * hits[0].score}
-    checked = citations.attribute(answer_text, sources, citable)
+    checked = citations.attribute(answer_text, sources, citable, query)
     if checked.supported_claims == 0:
         reason = "model_declined" if DECLINE.search(raw) else "unsupported"
         yield _abstention(query, shown, reason, generator.model_name, **fields)
