@@ -57,8 +57,9 @@ def answer_html(answer: Answer) -> str:
         text += "\n\n<small>⚠ marks sentences that no retrieved abstract supports.</small>"
     if answer.set_aside:
         count = len(answer.set_aside)
-        text += (f"\n\n<small>{count} statement{'s' if count > 1 else ''} left out: only a source "
-                 "ranked well below the best supports it.</small>")
+        left_out = "".join(f"<li>{html.escape(claim)}</li>" for claim in answer.set_aside)
+        text += (f"\n\n<details><summary><small>{count} statement{'s' if count > 1 else ''} left out: only a "
+                 f"source ranked well below the best supports it.</small></summary><ul>{left_out}</ul></details>")
     return text
 
 

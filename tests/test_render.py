@@ -61,6 +61,8 @@ def test_ingest_report_lists_what_was_rejected() -> None:
 
 def test_statements_set_aside_are_counted_under_the_answer() -> None:
     answer = Answer(text="Supported [1].", citations=[Citation(1, PLAIN)], sources=[Hit(PLAIN, 1.0, 1)],
-                    set_aside=["A related paper does something else", "Another one"])
-    assert "2 statements left out: only a source ranked well below the best supports it." in answer_html(answer)
+                    set_aside=["A related paper does <b>something</b> else", "Another one"])
+    rendered = answer_html(answer)
+    assert "2 statements left out: only a source ranked well below the best supports it." in rendered
+    assert "<li>A related paper does &lt;b&gt;something&lt;/b&gt; else</li><li>Another one</li>" in rendered
     assert "left out" not in answer_html(Answer(text="Supported [1].", citations=[Citation(1, PLAIN)]))
