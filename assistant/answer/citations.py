@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 
 from assistant.answer.context import Source
-from assistant.answer.words import content_words, named_terms, numbers, specifics
+from assistant.answer.words import content_words, named_terms, numbers, share, specifics
 from assistant.corpus.display import sentences
 from assistant.types import Citation
 
@@ -220,8 +220,7 @@ def quote_sources(numbers: list[int], sources: list[Source], question: str) -> s
     asked = content_words(question)
 
     def closeness(sentence: str) -> float:
-        shared = len(asked & content_words(sentence)) / max(len(asked), 1)
-        return shared + QUOTE_SPECIFICS_WEIGHT * specifics(sentence)
+        return share(asked, sentence) + QUOTE_SPECIFICS_WEIGHT * specifics(sentence)
 
     quotes = []
     for number in numbers:

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import tiktoken
 
-from assistant.answer.words import content_words, specifics
+from assistant.answer.words import content_words, share, specifics
 from assistant.corpus.display import sentences
 from assistant.index.embedders import Embedder
 from assistant.types import Hit
@@ -70,8 +70,8 @@ def build(question: str, hits: list[Hit], embedder: Embedder, budget_tokens: int
     per_hit = [[s for s in sentences(hit.abstract.text) if not _INSTRUCTION.search(s)] or [""] for hit in hits]
     flat = [(h, s) for h, group in enumerate(per_hit) for s in range(len(group))]
     vectors = embedder.embed([question] + [per_hit[h][s] for h, s in flat])
-    asked = content_words(question) or {""}
-    overlap = [len(asked & content_words(per_hit[h][s])) / len(asked) for h, s in flat]
+    asked = content_words(question)
+    overlap = [share(asked, per_hit[h][s]) for h, s in flat]
     stated = [specifics(per_hit[h][s]) for h, s in flat]
     similarity = vectors[1:] @ vectors[0] + WORD_OVERLAP_WEIGHT * np.array(overlap) + SPECIFICS_WEIGHT * np.array(stated)
     cost = [count_tokens(per_hit[h][s]) + 1 for h, s in flat]

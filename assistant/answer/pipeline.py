@@ -98,7 +98,8 @@ def stream_answer(
     bare = citations.bare_citations(answer_text)
     if bare:
         answer_text = citations.quote_sources(bare, sources, query) or answer_text
-    citable = {s.number for s in sources if s.hit.score >= settings.citation_score_ratio * hits[0].score}
+    near_best = {hit.abstract.id for hit in _select(hits, settings.citation_score_ratio)}
+    citable = {s.number for s in sources if s.hit.abstract.id in near_best}
     checked = citations.attribute(answer_text, sources, citable, query)
     if checked.supported_claims == 0:
         reason = "model_declined" if DECLINE.search(raw) else "unsupported"

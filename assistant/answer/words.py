@@ -29,6 +29,11 @@ def content_words(text: str) -> set[str]:
     return set(_STEMMER.stemWords([w for w in words if w not in _STOP and (len(w) > 2 or w.isdigit())]))
 
 
+def share(asked: set[str], text: str) -> float:
+    """The share of the question's content words (``asked``) that a text contains."""
+    return len(asked & content_words(text)) / len(asked) if asked else 0.0
+
+
 def numbers(text: str) -> set[str]:
     """The numbers in a text, thousands separators removed ("8,192" → "8192")."""
     return set(_NUMBER.findall(_THOUSANDS.sub("", text)))
