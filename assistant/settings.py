@@ -87,7 +87,9 @@ class Settings(BaseSettings):
     )
     chunk_overlap: int = Field(default=16, description="Token overlap between consecutive chunks.")
     ingest_batch_size: int = Field(
-        default=64, description="Abstracts embedded and written to the index per batch."
+        default=256,
+        description="Abstracts embedded and written to the index per batch (Chroma writes "
+        "fewer, larger batches faster: 188 abstracts/s at 64, 226 at 256 with a free embedder).",
     )
 
     # Retrieval (defaults chosen on SciFact train queries: benchmarks/retrieval.py)

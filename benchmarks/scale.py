@@ -13,8 +13,8 @@ the machine. The table says which sizes used which. Questions are always embedde
 real model, so search latency includes that cost at every size.
 
 Each size is built in one process and searched in another, so each peak RSS is its own.
-Build: ingest through `Assistant.ingest` (chunking, ledger, Chroma, BM25), index size on
-disk, then the cost of adding 100 abstracts to the full index, split into Chroma writes
+Build: ingest through `Assistant.ingest` (chunking, ledger, Chroma, BM25; progress in
+``work/progress-SIZE.log`` as "done total seconds" lines), index size on disk, then the cost of adding 100 abstracts to the full index, split into Chroma writes
 and the BM25 rebuild; at real-embedder sizes also the embedding throughput inside ingest
 against raw onnxruntime on the same texts. Search: latency p50/p95 of the dense side, the
 BM25 side and the hybrid `search(k=10)` on embedded Chroma, then on the same files served
@@ -165,8 +165,15 @@ def build(size: int, work: Path, scifact: Path, real_up_to: int) -> dict[str, An
     write_corpus(scifact, size, corpus_file, seed=size)
     assistant = open_index(size, work, real_up_to, timed=True)
     result: dict[str, Any] = {"size": size, "vectors": "sampled" if size > real_up_to else "real"}
+    log = (work / f"progress-{size}.log").open("w")
     started = time.perf_counter()
-    report = assistant.ingest([corpus_file])
+
+    def progress(done: int, total: int) -> None:
+        """Abstracts done and seconds so far, kept even if the run is stopped."""
+        log.write(f"{done} {total} {time.perf_counter() - started:.1f}\n")
+        log.flush()
+
+    report = assistant.ingest([corpus_file], on_batch=progress)
     result["ingest_s"] = time.perf_counter() - started
     result["chunks"] = report.chunks
     result["abstracts_per_s"] = report.added / result["ingest_s"]

@@ -58,6 +58,28 @@ def test_opening_an_index_with_another_embedder_is_an_error(tmp_path: Path) -> N
         Assistant(data_dir=tmp_path).stats()
 
 
+def test_an_index_written_by_an_older_version_is_a_clear_error(tmp_path: Path) -> None:
+    """A ledger without the current format marker (text stored as Chroma documents) is
+    refused with the command that fixes it, instead of failing later on a missing field."""
+    store = ChromaStore(Settings(data_dir=tmp_path), embedder_id="any")
+    store.abstracts.modify(metadata={"embedder": "any", "format": 1})
+    with pytest.raises(StoreError, match="older version.*assistant reset"):
+        ChromaStore(Settings(data_dir=tmp_path), embedder_id="any")
+
+
+def test_ledger_keeps_abstract_text_out_of_chroma_documents(tmp_path: Path) -> None:
+    """Embedded Chroma full-text-indexes every document; the ledger keeps its text in
+    metadata so ingest does not pay for an index nothing queries."""
+    source = tmp_path / "one.jsonl"
+    source.write_text('{"id": "a", "title": "Folding", "text": "An abstract about protein folding with transformers."}\n')
+    assistant = Assistant(data_dir=tmp_path / "index", auto_ingest=False)
+    assert assistant.ingest([source]).added == 1
+    record = assistant.store.abstracts.get(ids=["a"], include=["documents", "metadatas"])
+    assert record["documents"] == [None]
+    assert record["metadatas"][0]["status"] == "done"
+    assert assistant.store.get_abstracts(["a"])["a"].text == "An abstract about protein folding with transformers."
+
+
 def test_collections_use_cosine_distance(tmp_path: Path) -> None:
     store = ChromaStore(Settings(data_dir=tmp_path), embedder_id="any")
     for collection in (store.chunks, store.abstracts):
