@@ -1,7 +1,7 @@
 """How ingest and search cost grow with the corpus: 10k, 100k, 1M synthetic abstracts.
 
     python benchmarks/scale.py [--sizes 10000,100000,1000000] [--scifact ../shared/data/scifact]
-                               [--queries 100] [--work DIR]
+                               [--queries 100] [--work DIR] [--ingest-budget-s S] [--resume]
 
 Synthetic abstracts recombine sentences of SciFact abstracts (seeded): 5–9 sentences each,
 the title of a random SciFact paper. Their text is always real, so BM25 sees real term
@@ -14,12 +14,15 @@ real model, so search latency includes that cost at every size.
 
 Each size is built in one process and searched in another, so each peak RSS is its own.
 Build: ingest through `Assistant.ingest` (chunking, ledger, Chroma, BM25; progress in
-``work/progress-SIZE.log`` as "done total seconds" lines), index size on disk, then the cost of adding 100 abstracts to the full index, split into Chroma writes
-and the BM25 rebuild; at real-embedder sizes also the embedding throughput inside ingest
+``work/progress-SIZE.log`` as "done total seconds" lines), index size on disk, then the
+cost of adding 100 abstracts to the full index, split into Chroma writes and the BM25
+rebuild; at real-embedder sizes also the embedding throughput inside ingest
 against raw onnxruntime on the same texts. Search: latency p50/p95 of the dense side, the
 BM25 side and the hybrid `search(k=10)` on embedded Chroma, then on the same files served
 by `chroma run`. ``--search-only`` re-measures search on the indexes a previous run left in
-``--work``. Never part of the test run.
+``--work``. A size too large for the time at hand can be built in parts: ``--ingest-budget-s``
+stops its ingest (at a committed batch) and measures the index it reached, which the table
+shows as "N of SIZE"; ``--resume`` continues from there. Never part of the test run.
 """
 
 from __future__ import annotations
@@ -158,25 +161,51 @@ def open_index(size: int, work: Path, real_up_to: int, timed: bool, searching: b
     return assistant
 
 
-def build(size: int, work: Path, scifact: Path, real_up_to: int) -> dict[str, Any]:
-    """Ingest one size from scratch: time, throughput, disk; then add 100 more abstracts."""
+class BudgetSpent(Exception):
+    """Raised from the progress callback to stop an ingest at its time budget."""
+
+
+def build(size: int, work: Path, scifact: Path, real_up_to: int, resume: bool = False,
+          budget_s: float | None = None) -> dict[str, Any]:
+    """Ingest one size: time, throughput, disk; then add 100 more abstracts.
+
+    From scratch, or with ``resume`` continuing the ingest a stopped run left (the ingest is
+    crash-safe, so only committed batches count; the seconds spent before are read from the
+    progress log and added). With ``budget_s`` the ingest stops at the first batch past that
+    many seconds (both runs together) and the index is measured at the size it reached.
+    """
     data, corpus_file = work / f"index-{size}", work / f"corpus-{size}.jsonl"
-    shutil.rmtree(data, ignore_errors=True)
-    write_corpus(scifact, size, corpus_file, seed=size)
+    log_path = work / f"progress-{size}.log"
+    earlier = 0.0
+    if resume and corpus_file.exists() and log_path.exists():
+        earlier = float(log_path.read_text().split()[-1])
+    else:
+        shutil.rmtree(data, ignore_errors=True)
+        log_path.unlink(missing_ok=True)
+        write_corpus(scifact, size, corpus_file, seed=size)
     assistant = open_index(size, work, real_up_to, timed=True)
     result: dict[str, Any] = {"size": size, "vectors": "sampled" if size > real_up_to else "real"}
-    log = (work / f"progress-{size}.log").open("w")
+    log = log_path.open("a")
     started = time.perf_counter()
 
     def progress(done: int, total: int) -> None:
         """Abstracts done and seconds so far, kept even if the run is stopped."""
-        log.write(f"{done} {total} {time.perf_counter() - started:.1f}\n")
+        elapsed = earlier + time.perf_counter() - started
+        log.write(f"{done} {total} {elapsed:.1f}\n")
         log.flush()
+        if budget_s is not None and elapsed > budget_s:
+            raise BudgetSpent
 
-    report = assistant.ingest([corpus_file], on_batch=progress)
-    result["ingest_s"] = time.perf_counter() - started
-    result["chunks"] = report.chunks
-    result["abstracts_per_s"] = report.added / result["ingest_s"]
+    stopped = False
+    try:
+        assistant.ingest([corpus_file], on_batch=progress)
+    except BudgetSpent:
+        stopped = True
+        assistant.refresh_lexical(force=True)
+    result["ingest_s"] = earlier + time.perf_counter() - started
+    result["indexed"] = sum(not i.startswith("extra") for i in assistant.store.indexed_id_list())
+    result["chunks"] = assistant.store.chunk_count()
+    result["abstracts_per_s"] = result["indexed"] / result["ingest_s"]
     if isinstance(assistant.embedder, TimedEmbedder):
         embedder = assistant.embedder
         result["embed_in_ingest_chunks_per_s"] = len(embedder.texts) / embedder.seconds
@@ -185,13 +214,14 @@ def build(size: int, work: Path, scifact: Path, real_up_to: int) -> dict[str, An
     result["ingest_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
     extra = work / f"extra-{size}.jsonl"
-    write_corpus(scifact, 100, extra, seed=size + 1, prefix="extra")
+    write_corpus(scifact, 100, extra, seed=size + 1, prefix=f"extra{result['indexed']}")
     started = time.perf_counter()
     run_ingest([extra], assistant.store, assistant.embedder, assistant.settings)
     written = time.perf_counter()
     assistant.refresh_lexical(force=True)
     result["add_100"] = {"chroma_s": written - started, "bm25_rebuild_s": time.perf_counter() - written}
-    corpus_file.unlink()
+    if not stopped:
+        corpus_file.unlink()
     return result
 
 
@@ -213,11 +243,12 @@ def measure(size: int, work: Path, queries: list[str], real_up_to: int) -> dict[
     return result
 
 
-def child(step: str, size: int, work: Path, scifact: Path, queries: list[str], real_up_to: int) -> None:
+def child(step: str, size: int, work: Path, scifact: Path, queries: list[str], real_up_to: int,
+          resume: bool, budget_s: float | None) -> None:
     """One step (build or search) for one size; results are merged into work/result-SIZE.json."""
     path = work / f"result-{size}.json"
     if step == "build":
-        path.write_text(json.dumps(build(size, work, scifact, real_up_to)))
+        path.write_text(json.dumps(build(size, work, scifact, real_up_to, resume, budget_s)))
     else:
         path.write_text(json.dumps({**json.loads(path.read_text()), **measure(size, work, queries, real_up_to)}))
 
@@ -240,6 +271,10 @@ def main() -> None:
     parser.add_argument("--real-up-to", type=int, default=10_000, help="largest size embedded for real")
     parser.add_argument("--search-only", action="store_true",
                         help="re-measure search on the indexes a previous run left in --work")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the ingest a stopped run left in --work instead of starting over")
+    parser.add_argument("--ingest-budget-s", type=float, default=None,
+                        help="stop each ingest after this many seconds and measure the size reached")
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--step", choices=["build", "search"], default="build", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -249,7 +284,8 @@ def main() -> None:
     queries = queries[: args.queries]
 
     if args.child is not None:
-        child(args.step, args.child, work, args.scifact, queries, args.real_up_to)
+        child(args.step, args.child, work, args.scifact, queries, args.real_up_to, args.resume,
+              args.ingest_budget_s)
         return
 
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -260,6 +296,9 @@ def main() -> None:
         print(f"size {size:,}…", file=sys.stderr, flush=True)
         command = [sys.executable, __file__, "--child", str(size), "--work", str(work), "--scifact",
                    str(args.scifact), "--queries", str(args.queries), "--real-up-to", str(args.real_up_to)]
+        command += ["--resume"] * args.resume
+        if args.ingest_budget_s is not None:
+            command += ["--ingest-budget-s", str(args.ingest_budget_s)]
         for step in ["search"] if args.search_only else ["build", "search"]:
             finished = subprocess.run(command + ["--step", step], capture_output=True, text=True)
             if finished.returncode != 0:
@@ -275,7 +314,8 @@ def main() -> None:
         def pair(side: dict[str, float]) -> str:
             return f"{side['p50_ms']:.0f} / {side['p95_ms']:.0f}"
         e, s = r["embedded"], r["server"]
-        print(f"| {r['size']:,} | {r['vectors']} | {r['chunks']:,} | {r['ingest_s']:.0f} | {r['abstracts_per_s']:.1f} | "
+        reached = f"{r['indexed']:,}" + ("" if r["indexed"] >= r["size"] else f" of {r['size']:,}")
+        print(f"| {reached} | {r['vectors']} | {r['chunks']:,} | {r['ingest_s']:.0f} | {r['abstracts_per_s']:.1f} | "
               f"{r['disk_mb']:.0f} | {r['ingest_peak_rss_mb']:.0f} / {r['search_peak_rss_mb']:.0f} | {pair(e['dense'])} | {pair(e['bm25'])} | "
               f"{pair(e['hybrid'])} | {pair(s['hybrid'])} | {pair(s['dense'])} | "
               f"{r['add_100']['chroma_s']:.1f} + {r['add_100']['bm25_rebuild_s']:.1f} |")
