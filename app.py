@@ -19,6 +19,7 @@ import gradio as gr
 
 from assistant import Answer, Assistant, Chat, GenerationError, QuestionError, default_assistant, render
 from assistant.corpus import LOADERS
+from assistant.index.store import StoreError
 
 log = logging.getLogger("assistant.app")
 
@@ -177,7 +178,10 @@ def launch(assistant: Assistant) -> None:
 def main() -> None:
     """Open the default assistant (ingesting the bundled corpus if the index is empty) and serve."""
     assistant = default_assistant()
-    report = assistant.ensure_corpus()
+    try:
+        report = assistant.ensure_corpus()
+    except StoreError as error:  # wrong embedder, older index, unreachable server: say what to do
+        raise SystemExit(f"error: {error}") from None
     if report:
         print(report.summary())
     launch(assistant)

@@ -109,6 +109,22 @@ def test_eight_simultaneous_clients_all_get_answers(app_url: str) -> None:
 
 
 @pytest.mark.slow
+def test_an_unusable_index_stops_the_app_with_its_fix(tmp_path: Path) -> None:
+    """An index the store refuses (here: built with another embedder) ends `python app.py`
+    with the store's message and the command that fixes it, not a traceback."""
+    from assistant.index.store import ChromaStore
+    from assistant.settings import Settings
+
+    ChromaStore(Settings(data_dir=tmp_path), embedder_id="openai:text-embedding-3-small")
+    env = {**os.environ, "ASSISTANT_DATA_DIR": str(tmp_path), "ASSISTANT_APP_PORT": str(free_port())}
+    finished = subprocess.run([sys.executable, str(ROOT / "app.py")], env=env, cwd=ROOT,
+                              capture_output=True, text=True, timeout=300)
+    assert finished.returncode == 1
+    assert "built with embedder 'openai:text-embedding-3-small'" in finished.stderr
+    assert "assistant reset" in finished.stderr
+    assert "Traceback" not in finished.stderr
+
+
 def test_login_is_required_when_configured(tmp_path: Path) -> None:
     from gradio_client import Client
     from gradio_client.exceptions import AuthenticationError
