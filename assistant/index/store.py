@@ -6,8 +6,9 @@ Two collections per index:
 - ``<name>_abstracts``: one record per abstract (full text and metadata, vector = mean of
   its chunks). The text is a metadata field, not a Chroma document: embedded Chroma gives
   every document a full-text index this project never queries (BM25 is bm25s), and that
-  index made the ledger's writes 2-3x slower and its files 40% larger. Its ``status`` field is the commit marker that makes ingest crash-safe:
-  an abstract is written as ``pending`` before its chunks and flipped to ``done`` after.
+  index made the ledger's writes 2-3x slower and its files 40% larger. Its ``status``
+  field is the commit marker that makes ingest crash-safe: an abstract is written as
+  ``pending`` before its chunks and flipped to ``done`` after.
   `recover` deletes whatever a killed ingest left pending, chunks included.
 
 Embedded (``PersistentClient`` under data_dir) by default, or a Chroma server when host
@@ -62,6 +63,7 @@ def _client(settings: Settings) -> Any:
 
 
 def _abstract_metadata(abstract: Abstract) -> dict[str, Any]:
+    """A ledger record's metadata, as written by `begin`: pending until `commit`."""
     metadata: dict[str, Any] = {
         "text": abstract.text,
         "title": abstract.title,
