@@ -9,6 +9,9 @@ to the product's hybrid, so the choice not to ship them rests on numbers:
 - dense over the paper **title** alone, over each **sentence** of the abstract (best
   sentence), over the **centroid** of an abstract's chunks, the chunks' mean similarity;
 - BM25 **variants** of bm25s (Robertson, ATIRE, BM25L, BM25+ besides Lucene);
+- other lexical signals: BM25 over word **bigrams** (phrases), BM25 over the **chunks**
+  (best chunk per abstract), and BM25 with the query **expanded** by the most frequent
+  terms of its top 10 BM25 abstracts (RM3-style pseudo-relevance feedback);
 - each fused with the product's two sides by the product's distribution-based fusion
   (`assistant.retrieval.fuse_weighted`, top 100 per signal).
 
@@ -24,6 +27,7 @@ import argparse
 import json
 import re
 import time
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
@@ -79,6 +83,33 @@ def bm25_scores(abstracts: list[Abstract], queries: list[str], method: str, k1: 
     return np.stack([model.get_scores(tokens) for tokens in tokenize(queries)]).astype(np.float32)
 
 
+def bigrams(tokens: list[str]) -> list[str]:
+    """Adjacent token pairs, as single terms."""
+    return [f"{first}_{second}" for first, second in zip(tokens, tokens[1:])]
+
+
+def bm25_matrix(documents: list[list[str]], queries: list[list[str]], k1: float, b: float) -> np.ndarray:
+    """Lucene BM25 scores of tokenized documents per tokenized query."""
+    model = bm25s.BM25(k1=k1, b=b)
+    model.index(documents, show_progress=False)
+    return np.stack([model.get_scores(q) if q else np.zeros(len(documents)) for q in queries]).astype(np.float32)
+
+
+def expanded(queries: list[list[str]], documents: list[list[str]], scores: np.ndarray,
+             depth: int = 10, terms: int = 10, query_weight: int = 3) -> list[list[str]]:
+    """Each query (repeated ``query_weight`` times) plus the ``terms`` heaviest new terms of
+    its ``depth`` best documents (term frequency over length, summed)."""
+    out = []
+    for query, row in zip(queries, scores):
+        mass: Counter[str] = Counter()
+        for d in np.argsort(-row)[:depth]:
+            for term, count in Counter(documents[d]).items():
+                mass[term] += count / len(documents[d])
+        new = [t for t, _ in mass.most_common(terms + len(query)) if t not in query][:terms]
+        out.append(query * query_weight + new)
+    return out
+
+
 def top_scores(row: np.ndarray, ids: list[str]) -> dict[str, float]:
     """The ``DEPTH`` best abstracts of one signal, as the product's fusion takes them."""
     top = np.argpartition(-row, DEPTH)[:DEPTH]
@@ -130,6 +161,15 @@ def main() -> None:
     bm25 = {m: bm25_scores(abstracts, query_texts, m, settings.bm25_k1, settings.bm25_b)
             for m in ("lucene", "robertson", "atire", "bm25l", "bm25+")}
     dense, lexical = best["chunks"], bm25["lucene"]
+    document_tokens = tokenize([f"{a.title} {a.text}" for a in abstracts])
+    query_tokens = tokenize(query_texts)
+    k1, b = settings.bm25_k1, settings.bm25_b
+    phrases = bm25_matrix([bigrams(t) for t in document_tokens], [bigrams(t) for t in query_tokens], k1, b)
+    by_chunk = bm25_matrix(tokenize(chunk_texts), query_tokens, k1, b)
+    best_chunk_bm25 = np.zeros_like(lexical)
+    for row, chunk_row in zip(best_chunk_bm25, by_chunk):
+        np.maximum.at(row, np.array(chunk_owners), chunk_row)
+    feedback = bm25_matrix(document_tokens, expanded(query_tokens, document_tokens, lexical), k1, b)
     half = 0.5
 
     def fused(*signals: tuple[np.ndarray, float]) -> Callable[[int], list[tuple[str, float]]]:
@@ -149,6 +189,14 @@ def main() -> None:
         ("hybrid, dense = 0.7 best chunk + 0.3 centroid", fused((0.7 * dense + 0.3 * centroid, half), (lexical, half))),
         ("hybrid, dense = 0.7 best chunk + 0.3 best sentence",
          fused((0.7 * dense + 0.3 * best["sentences"], half), (lexical, half))),
+    ]
+    rows += [
+        ("hybrid + bigram BM25 0.1", fused((dense, 0.45), (lexical, 0.45), (phrases, 0.1))),
+        ("hybrid + bigram BM25 0.2", fused((dense, 0.4), (lexical, 0.4), (phrases, 0.2))),
+        ("hybrid + chunk BM25 0.15", fused((dense, 0.425), (lexical, 0.425), (best_chunk_bm25, 0.15))),
+        ("hybrid, BM25 with query expansion (RM3-style)", fused((dense, half), (feedback, half))),
+        ("hybrid + best sentence 0.2 + bigram BM25 0.1",
+         fused((dense, 0.35), (lexical, 0.35), (best["sentences"], 0.2), (phrases, 0.1))),
     ]
     rows += [(f"hybrid, BM25 {m}", fused((dense, half), (bm25[m], half))) for m in ("robertson", "atire", "bm25l", "bm25+")]
     rows += [(f"BM25 {m} alone", fused((bm25[m], 1.0))) for m in bm25]
