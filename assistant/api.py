@@ -54,7 +54,7 @@ class Assistant:
             self.settings = Settings(**{**settings.model_dump(), **overrides}) if overrides else settings
         self._lexical_lock = threading.Lock()
         self._corpus_checked = False
-        self._lexical_stamp: tuple[int, int] | None = None
+        self._lexical_stamp: str | None = None
         self._lexical_checked = float("-inf")
 
     @cached_property
@@ -86,9 +86,9 @@ class Assistant:
     def refresh_lexical(self, force: bool = False) -> None:
         """Rebuild BM25 when it does not cover exactly the committed abstracts.
 
-        Two counts tell whether Chroma changed since the last check (here or in another
-        process); only then are the ids compared. The counts cost ~10 ms each at 100,000
-        abstracts, so searches look at most every ``index_check_seconds``; ingest and
+        The ledger's generation token tells whether the index changed since the last check
+        (here or in another process); only then are the ids compared. Reading it costs a
+        few milliseconds, so searches look at most every ``index_check_seconds``; ingest and
         reset (``force``) always do.
         """
         with self._lexical_lock:
