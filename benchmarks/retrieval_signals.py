@@ -76,21 +76,15 @@ def mean_unit(similarity: np.ndarray, owners: np.ndarray, count: int) -> np.ndar
     return (totals / np.maximum(np.bincount(owners, minlength=count), 1)).astype(np.float32)
 
 
-def bm25_scores(abstracts: list[Abstract], queries: list[str], method: str, k1: float, b: float) -> np.ndarray:
-    """BM25 scores of every abstract (title + text, as the product indexes them) per query."""
-    model = bm25s.BM25(k1=k1, b=b, method=method)
-    model.index(tokenize([f"{a.title} {a.text}" for a in abstracts]), show_progress=False)
-    return np.stack([model.get_scores(tokens) for tokens in tokenize(queries)]).astype(np.float32)
-
-
 def bigrams(tokens: list[str]) -> list[str]:
     """Adjacent token pairs, as single terms."""
     return [f"{first}_{second}" for first, second in zip(tokens, tokens[1:])]
 
 
-def bm25_matrix(documents: list[list[str]], queries: list[list[str]], k1: float, b: float) -> np.ndarray:
-    """Lucene BM25 scores of tokenized documents per tokenized query."""
-    model = bm25s.BM25(k1=k1, b=b)
+def bm25_matrix(documents: list[list[str]], queries: list[list[str]], k1: float, b: float,
+                method: str = "lucene") -> np.ndarray:
+    """BM25 scores (a bm25s ``method``) of tokenized documents per tokenized query."""
+    model = bm25s.BM25(k1=k1, b=b, method=method)
     model.index(documents, show_progress=False)
     return np.stack([model.get_scores(q) if q else np.zeros(len(documents)) for q in queries]).astype(np.float32)
 
@@ -158,12 +152,12 @@ def main() -> None:
             np.add.at(centroids, np.array(owners), vectors)
             centroid = query_vectors @ (centroids / np.linalg.norm(centroids, axis=1, keepdims=True)).T
 
-    bm25 = {m: bm25_scores(abstracts, query_texts, m, settings.bm25_k1, settings.bm25_b)
-            for m in ("lucene", "robertson", "atire", "bm25l", "bm25+")}
-    dense, lexical = best["chunks"], bm25["lucene"]
-    document_tokens = tokenize([f"{a.title} {a.text}" for a in abstracts])
+    document_tokens = tokenize([f"{a.title} {a.text}" for a in abstracts])  # as the product indexes them
     query_tokens = tokenize(query_texts)
     k1, b = settings.bm25_k1, settings.bm25_b
+    bm25 = {m: bm25_matrix(document_tokens, query_tokens, k1, b, m)
+            for m in ("lucene", "robertson", "atire", "bm25l", "bm25+")}
+    dense, lexical = best["chunks"], bm25["lucene"]
     phrases = bm25_matrix([bigrams(t) for t in document_tokens], [bigrams(t) for t in query_tokens], k1, b)
     by_chunk = bm25_matrix(tokenize(chunk_texts), query_tokens, k1, b)
     best_chunk_bm25 = np.zeros_like(lexical)
