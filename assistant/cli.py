@@ -126,7 +126,17 @@ def _print_qa_table(result: dict) -> None:
               f"{row['recall@10']:6.3f} {row['mrr']:6.3f}")
     if result["gold_not_in_index"]:
         print(f"gold abstracts not in the index for: {', '.join(result['gold_not_in_index'])}")
-    print(f"skipped (no gold abstract): {result['skipped_without_gold']}")
+    print(f"questions without gold abstracts (not in recall/MRR): {result['skipped_without_gold']}")
+    signal = result["abstention_signal"]
+    if signal["questions"]["unanswerable"] and signal["questions"]["answerable"]:
+        auc = signal["auc"]
+        ranges = signal["relevance_range"]
+        print(f"abstention signal, answerable vs unanswerable: AUC relevance {auc['relevance']:.3f} "
+              f"(dense {auc['dense']:.3f}, BM25 {auc['lexical']:.3f}); relevance answerable "
+              f"{ranges['answerable'][0]:.2f}-{ranges['answerable'][1]:.2f}, unanswerable "
+              f"{ranges['unanswerable'][0]:.2f}-{ranges['unanswerable'][1]:.2f}")
+        print(f"gate min_relevance {signal['threshold']}: abstains on {signal['gated']['unanswerable']:.0%} "
+              f"of unanswerable, {signal['gated']['answerable']:.0%} of answerable questions")
     latency = result["latency"]
     print(f"search latency p50 {latency['p50_ms']:.1f} ms, p95 {latency['p95_ms']:.1f} ms")
 

@@ -2,6 +2,9 @@
 
 - QA files (the format of ``eval/dev.jsonl``): gold abstracts are found in the index by
   their 60-character text prefix; recall@1/5/10 and MRR overall and per question type.
+  Questions without gold abstracts (unanswerable) measure the abstention signal instead:
+  how well the top hit's ``relevance`` separates them from the answerable ones (ROC AUC,
+  with the raw dense and BM25 scores beside it), and what the ``min_relevance`` gate does.
 - BEIR folders (``corpus.jsonl``, ``queries.jsonl``, ``qrels/*.tsv``): the corpus is
   indexed into its own data directory and collection (never the user's index), and the
   queries that appear in the qrels are scored by nDCG@10 and recall@100.
@@ -21,12 +24,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytrec_eval
+from scipy.stats import mannwhitneyu
 
 from assistant.corpus.display import normalize_text
 
 if TYPE_CHECKING:
     from assistant.api import Assistant
-    from assistant.types import Answer
+    from assistant.types import Answer, Hit
 
 QA_MEASURES = {"recall.1,5,10", "recip_rank"}
 BEIR_MEASURES = {"ndcg_cut.10", "recall.100"}
@@ -76,19 +80,72 @@ def gold_ids(assistant: Assistant, items: list[dict[str, Any]]) -> dict[str, set
     }
 
 
+def _auc(positives: list[float], negatives: list[float]) -> float | None:
+    """ROC AUC: the chance that a positive scores above a negative (ties count half)."""
+    if not positives or not negatives:
+        return None
+    return float(mannwhitneyu(positives, negatives).statistic) / (len(positives) * len(negatives))
+
+
+def abstention_signal(
+    answerable: list[dict[str, float]], unanswerable: list[dict[str, float]], threshold: float
+) -> dict[str, Any]:
+    """How well the top hit's scores tell answerable from unanswerable questions.
+
+    Each question gives ``relevance`` (the top hit's, which the answering step gates on),
+    ``dense`` (best cosine) and ``lexical`` (best BM25 score). ``gated`` is the share of
+    each group whose relevance is below ``threshold``: for unanswerable questions the
+    abstentions the gate makes, for answerable ones the answers it wrongly withholds.
+    """
+
+    def values(group: list[dict[str, float]], signal: str) -> list[float]:
+        return [row[signal] for row in group]
+
+    def span(group: list[dict[str, float]]) -> list[float] | None:
+        return [min(values(group, "relevance")), max(values(group, "relevance"))] if group else None
+
+    def gated(group: list[dict[str, float]]) -> float | None:
+        return _mean([float(row["relevance"] < threshold) for row in group]) if group else None
+
+    return {
+        "questions": {"answerable": len(answerable), "unanswerable": len(unanswerable)},
+        "auc": {
+            signal: _auc(values(answerable, signal), values(unanswerable, signal))
+            for signal in ("relevance", "dense", "lexical")
+        },
+        "relevance_range": {"answerable": span(answerable), "unanswerable": span(unanswerable)},
+        "threshold": threshold,
+        "gated": {"answerable": gated(answerable), "unanswerable": gated(unanswerable)},
+    }
+
+
+def _signal(hits: list[Hit]) -> dict[str, float]:
+    """The scores of one search that the abstention signal compares."""
+    return {
+        "relevance": hits[0].relevance if hits else 0.0,
+        "dense": max((h.dense or 0.0 for h in hits), default=0.0),
+        "lexical": max((h.lexical or 0.0 for h in hits), default=0.0),
+    }
+
+
 def evaluate_qa(assistant: Assistant, path: str | Path, k: int = 10) -> dict[str, Any]:
-    """Recall@1/5/10 and MRR of `Assistant.search` on a QA file, overall and per type."""
+    """Recall@1/5/10 and MRR of `Assistant.search` on a QA file, overall and per type, and
+    the abstention signal on its answerable vs unanswerable (no gold) questions."""
     items = load_qa(path)
     assistant.ensure_corpus()
     gold = gold_ids(assistant, items)
     missing = [item["id"] for item in items if item.get("gold") and not gold[item["id"]]]
     answerable = [item for item in items if gold[item["id"]]]
+    unanswerable = [item for item in items if not item.get("gold")]
     run, seconds = {}, []
-    for item in answerable:
+    signals: dict[str, dict[str, float]] = {}
+    for item in answerable + unanswerable:
         started = time.perf_counter()
         hits = assistant.search(item["question"], k=k)
         seconds.append(time.perf_counter() - started)
-        run[item["id"]] = {h.abstract.id: float(k - h.rank + 1) for h in hits}
+        signals[item["id"]] = _signal(hits)
+        if gold[item["id"]]:
+            run[item["id"]] = {h.abstract.id: float(k - h.rank + 1) for h in hits}
     qrels = {item["id"]: dict.fromkeys(gold[item["id"]], 1) for item in answerable}
     scores = pytrec_eval.RelevanceEvaluator(qrels, QA_MEASURES).evaluate(run) if run else {}
     groups: dict[str, list[str]] = defaultdict(list)
@@ -110,6 +167,11 @@ def evaluate_qa(assistant: Assistant, path: str | Path, k: int = 10) -> dict[str
         "by_type": {name: summarise(ids) for name, ids in sorted(groups.items())},
         "skipped_without_gold": len(items) - len(answerable) - len(missing),
         "gold_not_in_index": missing,
+        "abstention_signal": abstention_signal(
+            [signals[item["id"]] for item in answerable],
+            [signals[item["id"]] for item in unanswerable],
+            assistant.settings.min_relevance,
+        ),
         "latency": latency_summary(seconds),
     }
 

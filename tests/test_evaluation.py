@@ -44,6 +44,21 @@ def test_beir_metrics_match_a_hand_computation(tmp_path: Path) -> None:
     assert again["ndcg@10"] == result["ndcg@10"]
 
 
+def test_abstention_signal_matches_a_hand_computation() -> None:
+    def row(relevance: float, dense: float, lexical: float) -> dict[str, float]:
+        return {"relevance": relevance, "dense": dense, "lexical": lexical}
+
+    answerable = [row(0.9, 0.8, 20.0), row(0.8, 0.3, 12.0), row(0.6, 0.7, 5.0)]
+    unanswerable = [row(0.5, 0.3, 15.0), row(0.7, 0.6, 1.0)]
+    signal = evaluation.abstention_signal(answerable, unanswerable, threshold=0.65)
+    # relevance: 5 of the 6 (answerable, unanswerable) pairs are ordered right (0.6 < 0.7);
+    # dense: 0.3 vs 0.3 is a tie, counted half, and 0.3 < 0.6: 4.5 / 6; BM25: 12 < 15, 5 < 15: 4 / 6
+    assert signal["auc"] == pytest.approx({"relevance": 5 / 6, "dense": 4.5 / 6, "lexical": 4 / 6})
+    assert signal["gated"] == {"answerable": pytest.approx(1 / 3), "unanswerable": 0.5}
+    assert signal["relevance_range"] == {"answerable": [0.6, 0.9], "unanswerable": [0.5, 0.7]}
+    assert evaluation.abstention_signal(answerable, [], 0.5)["auc"]["relevance"] is None
+
+
 def test_dev_questions_find_their_gold_abstracts(sample_index: Assistant) -> None:
     result = evaluation.evaluate_qa(sample_index, DEV)
     by_type = result["by_type"]
@@ -52,3 +67,7 @@ def test_dev_questions_find_their_gold_abstracts(sample_index: Assistant) -> Non
     assert set(by_type) == {"all", "multi", "paraphrase", "single"}
     assert by_type["single"]["recall@5"] >= 0.9 and by_type["all"]["recall@10"] >= 0.9
     assert 0 < by_type["all"]["mrr"] <= 1
+    signal = result["abstention_signal"]
+    assert signal["questions"] == {"answerable": 34, "unanswerable": 6}
+    assert signal["auc"]["relevance"] > 0.75, "unanswerable questions get lower relevance"
+    assert signal["gated"]["answerable"] == 0.0, "the gate withholds no answerable question"
