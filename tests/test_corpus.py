@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 
@@ -53,12 +54,30 @@ def test_daily_papers_short_paragraph_is_rejected_with_its_line(tmp_path: Path) 
     assert len(rejected) == 1 and rejected[0].line == 5 and "paragraph 2" in rejected[0].reason
 
 
-def test_undecodable_bytes_do_not_crash_the_loader(tmp_path: Path) -> None:
+def test_stray_bytes_in_utf8_do_not_crash_the_loader(tmp_path: Path) -> None:
     path = tmp_path / "bad.txt"
-    path.write_bytes(b"Daily Papers\n\n" + TEXT.encode() + b" caf\xe9 \xff\xfe end.\n")
+    path.write_bytes(b"Daily Papers\n\n" + TEXT.encode() + " naïve".encode() + b" \xff\xfe end.\n")
     abstracts, rejected = _split(corpus.load([path]))
     assert rejected == [] and len(abstracts) == 1
-    assert "\ufffd" in abstracts[0].text
+    assert "naïve" in abstracts[0].text and "\ufffd" in abstracts[0].text
+
+
+def test_latin1_and_utf16_files_keep_their_accents(tmp_path: Path) -> None:
+    latin = tmp_path / "excel.csv"
+    latin.write_bytes(f"id,abstract\nl1,Café résumé: {TEXT}\n".encode("cp1252"))
+    utf16 = tmp_path / "unicode.tsv"
+    utf16.write_bytes(f"id\ttext\nu1\tÅngström {TEXT}\n".encode("utf-16"))
+    abstracts, rejected = _split(corpus.load([latin, utf16]))
+    assert rejected == []
+    assert abstracts[0].text.startswith("Café résumé:") and abstracts[1].text.startswith("Ångström")
+
+
+def test_binary_file_is_rejected_once_not_line_by_line(tmp_path: Path) -> None:
+    path = tmp_path / "papers.jsonl"
+    path.write_bytes(gzip.compress("\n".join(json.dumps({"id": str(i), "text": TEXT}) for i in range(50)).encode()))
+    abstracts, rejected = _split(corpus.load([path]))
+    assert abstracts == [] and len(rejected) == 1
+    assert rejected[0].line is None and "binary data" in rejected[0].reason
 
 
 def test_jsonl_generic_record_and_malformed_lines(tmp_path: Path) -> None:

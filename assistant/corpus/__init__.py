@@ -9,6 +9,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from assistant.corpus import bibtex, daily_papers, jsonl, tabular
+from assistant.corpus.base import NotTextError
 from assistant.types import Abstract, Rejected
 
 LOADERS = {suffix: module.load for module in (daily_papers, jsonl, tabular, bibtex) for suffix in module.suffixes}
@@ -42,6 +43,8 @@ def load(paths: Iterable[str | Path]) -> Iterator[Abstract | Rejected]:
                 yield from loader(file)
             except OSError as error:
                 yield Rejected(str(file), None, f"cannot read file: {error.strerror or error}")
+            except NotTextError as error:
+                yield Rejected(str(file), None, str(error))
 
 
 __all__ = ["load", "LOADERS"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
@@ -21,6 +22,28 @@ class Loader(Protocol):
         ...
 
 
+class NotTextError(ValueError):
+    """The file holds binary data (compressed, an office document, ...), not text."""
+
+
 def read_text(path: Path) -> str:
-    """Read a file as UTF-8; undecodable bytes become U+FFFD instead of an exception."""
-    return path.read_bytes().decode("utf-8-sig", errors="replace")
+    """Read a text file in the encoding it most likely has.
+
+    UTF-8 (with or without a BOM) and UTF-16 with a BOM (spreadsheet "Unicode text"
+    exports) are decoded as such. A file with no valid UTF-8 multi-byte character is taken
+    to be Windows-1252/Latin-1, the usual single-byte export, so "caf\xe9" reads as "café";
+    otherwise stray bytes in UTF-8 become U+FFFD. NUL bytes mean binary data: rejected
+    whole (`NotTextError`) rather than as one malformed record per line.
+    """
+    data = path.read_bytes()
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return data.decode("utf-16", errors="replace")
+    if b"\x00" in data[:65536]:
+        raise NotTextError("binary data, not a text file (compressed or another format?)")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        utf8 = data.decode("utf-8-sig", errors="replace")
+    if any(ord(char) > 127 and char != "\ufffd" for char in utf8):
+        return utf8
+    return data.decode("cp1252", errors="replace")
