@@ -120,10 +120,16 @@ def best_sentence(question: str, abstract: Abstract) -> str:
     return max(sentences(abstract.text), key=lambda s: len(words & set(_WORD.findall(s.lower()))))
 
 
-def relevance(dense: float | None, lexical: float | None) -> float:
-    """How likely the indexed abstracts answer the question, from the top hit's raw scores."""
+def relevance(dense: float | None, lexical: float | None, coverage: float = 0.0) -> float:
+    """How likely the indexed abstracts answer the question, from the top hit's raw scores.
+
+    Half the cosine, half the lexical evidence: the stronger of BM25 (saturated) and
+    coverage, the share of the question's term weight the abstract contains. A terse query
+    ("Time-MoE") has a small BM25 score even when an abstract contains all of it; coverage
+    keeps it from being dismissed as irrelevant.
+    """
     dense_part = dense if dense is not None else 0.0
-    lexical_part = 1.0 - math.exp(-(lexical or 0.0) / 10.0)
+    lexical_part = max(1.0 - math.exp(-(lexical or 0.0) / 10.0), coverage)
     return 0.5 * dense_part + 0.5 * lexical_part
 
 
@@ -157,6 +163,7 @@ class HybridRetriever:
         abstracts = self.store.get_abstracts([i for i, _ in top])
         top = [(i, score) for i, score in top if i in abstracts][:k]
         passages = self.store.chunk_texts([dense[i][1] for i, _ in top if i in dense])
+        coverage = self.bm25.coverage(question, [i for i, _ in top])
         hits = []
         for rank, (abstract_id, score) in enumerate(top, start=1):
             cosine, chunk_id = dense.get(abstract_id, (None, ""))
@@ -168,7 +175,7 @@ class HybridRetriever:
                     passage=passages.get(chunk_id) or best_sentence(question, abstracts[abstract_id]),
                     dense=cosine,
                     lexical=lexical.get(abstract_id),
-                    relevance=relevance(cosine, lexical.get(abstract_id)),
+                    relevance=relevance(cosine, lexical.get(abstract_id), coverage[abstract_id]),
                 )
             )
         return hits

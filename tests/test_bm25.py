@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
 from pathlib import Path
 
+import pytest
+
 from assistant import Assistant
+from assistant.index.bm25 import Bm25Index
+from assistant.types import Abstract
 
 
 def _write(path: Path, rows: list[dict]) -> Path:
@@ -49,3 +54,22 @@ def test_another_process_ingesting_is_picked_up(tmp_path: Path) -> None:
     assert reader.search("tokamak", k=1) == []
     Assistant(data_dir=tmp_path / "index", auto_ingest=False).ingest([source])
     assert reader.search("tokamak triangularity", k=1)[0].lexical > 0
+
+
+def test_coverage_is_the_share_of_the_question_terms_idf_an_abstract_contains(tmp_path: Path) -> None:
+    texts = {
+        "g": "Graph networks predict molecular properties.",
+        "s": "Sparse attention scales transformers to long inputs.",
+        "m": "Graph attention for molecular graphs.",
+    }
+    index = Bm25Index(tmp_path / "bm25", k1=0.9, b=0.4, title_weight=1)
+    index.build([Abstract(id=i, text=t, title="", source="x", titled=False) for i, t in texts.items()])
+
+    def idf(containing: int) -> float:  # Lucene's IDF over the 3 abstracts
+        return math.log(1 + (3 - containing + 0.5) / (containing + 0.5))
+
+    # "graph" is in 2 abstracts, "sparse" in 1, "unicorns" in none; "how many" and "and" do not count
+    coverage = index.coverage("How many graph and sparse unicorns?", ["g", "s", "m", "unknown"])
+    total = idf(2) + idf(1) + idf(0)
+    assert coverage == pytest.approx({"g": idf(2) / total, "s": idf(1) / total, "m": idf(2) / total, "unknown": 0.0})
+    assert index.coverage("what which how", ["g"]) == {"g": 0.0}, "a question of question words covers nothing"

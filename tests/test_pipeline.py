@@ -40,6 +40,12 @@ def test_a_question_the_abstracts_do_not_answer_is_an_abstention(sample_index: A
     assert answer.citations == []
 
 
+def test_a_terse_question_about_an_indexed_paper_is_answered(sample_index: Assistant) -> None:
+    answer = sample_index.ask("What is Time-MoE?")
+    assert not answer.abstained, answer.abstain_reason
+    assert "Time-MoE" in answer.text and "we introduce Time-MoE" in answer.citations[0].abstract.text
+
+
 def test_stream_yields_deltas_then_the_answer(sample_index: Assistant) -> None:
     items = list(sample_index.ask_stream(DEV["dev-003"]["question"]))
     deltas, final = items[:-1], items[-1]

@@ -103,6 +103,15 @@ def test_hits_are_abstracts_with_their_best_passage(sample_index: Assistant) -> 
     assert top.dense is not None and top.lexical is not None and 0 < top.relevance <= 1
 
 
+@pytest.mark.parametrize("query", ["Time-MoE", "What is Time-MoE?"])
+def test_a_terse_query_for_an_indexed_paper_is_relevant(sample_index: Assistant, query: str) -> None:
+    top = sample_index.search(query, k=3)[0]
+    assert "we introduce Time-MoE" in top.abstract.text
+    # BM25 alone gives a one-term query a small score; coverage says the abstract holds all of it
+    assert top.relevance >= sample_index.settings.min_relevance
+    assert sample_index.search("what", k=1)[0].relevance < sample_index.settings.min_relevance
+
+
 @pytest.mark.slow
 def test_chunks_of_one_abstract_are_aggregated(sample_index: Assistant) -> None:
     vector = sample_index.embedder.embed(["Pangu Ultra sandwich normalization Ascend NPUs"])[0]

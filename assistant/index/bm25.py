@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import shutil
 from pathlib import Path
 
 import bm25s
 import numpy as np
 import Stemmer
+from bm25s.stopwords import STOPWORDS_EN
 
 from assistant.types import Abstract
 
@@ -31,10 +33,17 @@ def fingerprint(ids: list[str]) -> str:
     return digest.hexdigest()[:24]
 
 
-def tokenize(texts: list[str]) -> list[list[str]]:
+# Words that shape a question rather than say what it is about; coverage ignores them.
+QUESTION_WORDS = (
+    "what", "which", "who", "whom", "whose", "why", "how", "when", "where", "many", "much",
+    "do", "does", "did", "were", "has", "have", "had", "can", "could", "would", "should",
+)
+
+
+def tokenize(texts: list[str], stopwords: str | list[str] = "en") -> list[list[str]]:
     """BM25 tokens: lower-cased words, English stop words removed, Snowball-stemmed."""
     return bm25s.tokenize(
-        texts, stopwords="en", stemmer=_STEMMER, return_ids=False, show_progress=False
+        texts, stopwords=stopwords, stemmer=_STEMMER, return_ids=False, show_progress=False
     )
 
 
@@ -45,6 +54,7 @@ class Bm25Index:
         self.folder = folder
         self.params = {"k1": k1, "b": b, "title_weight": title_weight}
         self.ids: list[str] = []
+        self._rows: dict[str, int] = {}
         self.sources = np.array([], dtype=object)
         self.years = np.array([], dtype=np.int32)
         self.model: bm25s.BM25 | None = None
@@ -60,6 +70,7 @@ class Bm25Index:
         except (OSError, ValueError, KeyError):
             return
         self.model, self.ids, self.fingerprint = model, manifest["ids"], manifest["fingerprint"]
+        self._rows = {i: row for row, i in enumerate(self.ids)}
         self.sources = np.array(manifest["sources"], dtype=object)
         self.years = np.array(manifest["years"], dtype=np.int32)
 
@@ -70,6 +81,7 @@ class Bm25Index:
     def build(self, abstracts: list[Abstract]) -> None:
         """Index these abstracts and save, replacing the previous index."""
         self.ids = [a.id for a in abstracts]
+        self._rows = {i: row for row, i in enumerate(self.ids)}
         self.sources = np.array([a.source for a in abstracts], dtype=object)
         self.years = np.array([a.year or 0 for a in abstracts], dtype=np.int32)
         self.fingerprint = fingerprint(self.ids)
@@ -112,3 +124,26 @@ class Bm25Index:
         return [
             (self.ids[int(d)], float(s)) for d, s in zip(docs[0], scores[0], strict=True) if s > 0
         ]
+
+    def coverage(self, query: str, ids: list[str]) -> dict[str, float]:
+        """For each abstract, the share of the query's term weight (IDF) it contains.
+
+        Question words ("what", "how many") are not terms here. A term that no abstract
+        contains still counts, with the highest weight: a question about something the index
+        never mentions must not look covered.
+        """
+        stopwords = [*STOPWORDS_EN, *QUESTION_WORDS]
+        terms = set(tokenize([query], stopwords)[0]) if self.model is not None else set()
+        if not terms:
+            return dict.fromkeys(ids, 0.0)
+        postings, indptr = self.model.scores["indices"], self.model.scores["indptr"]
+        count = len(self.ids)
+        rows = np.array([self._rows.get(i, -1) for i in ids])
+        found, total = np.zeros(len(ids)), 0.0
+        for term in terms:
+            column = self.model.vocab_dict.get(term)
+            docs = postings[indptr[column] : indptr[column + 1]] if column is not None else postings[:0]
+            weight = math.log(1 + (count - len(docs) + 0.5) / (len(docs) + 0.5))
+            found += weight * np.isin(rows, docs)
+            total += weight
+        return dict(zip(ids, (found / total).tolist(), strict=True))
