@@ -40,6 +40,13 @@ def sentences(text: str) -> list[str]:
     return _SENTENCE_END.split(normalize_text(text))
 
 
+def sentence_spans(text: str) -> list[str]:
+    """The text cut after each sentence end, as `sentences` finds them, keeping the
+    whitespace: the pieces join back to the exact text (what a chunker needs)."""
+    cuts = [match.end() for match in _SENTENCE_END.finditer(text)]
+    return [text[start:end] for start, end in zip([0, *cuts], [*cuts, len(text)], strict=True)]
+
+
 def first_sentence(text: str) -> str:
     """The first sentence of a text."""
     return sentences(text)[0]

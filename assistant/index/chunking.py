@@ -1,4 +1,10 @@
-"""Token-aware chunking: llama-index's sentence splitter counting tiktoken tokens."""
+"""Token-aware chunking: llama-index's sentence splitter counting tiktoken tokens.
+
+Sentences end where the rest of the product says they do (`sentence_spans`, the split the
+answer step quotes from). llama-index's default, nltk's punkt, cost 2.4 s of imports in
+every ingesting process and twice the splitting time, for the same retrieval: SciFact train
+nDCG@10 0.7417 with punkt, 0.7410 with this split (4.8% of abstracts chunk differently).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,7 @@ from functools import lru_cache
 import tiktoken
 from llama_index.core.node_parser import SentenceSplitter
 
+from assistant.corpus.display import sentence_spans
 from assistant.types import Abstract, Chunk
 
 ENCODING = "cl100k_base"
@@ -16,7 +23,10 @@ ENCODING = "cl100k_base"
 def _splitter(chunk_size: int, chunk_overlap: int) -> SentenceSplitter:
     encoding = tiktoken.get_encoding(ENCODING)
     return SentenceSplitter(
-        chunk_size=chunk_size, chunk_overlap=chunk_overlap, tokenizer=encoding.encode
+        chunk_size=chunk_size,
+        chunk_overlap=chunk_overlap,
+        tokenizer=encoding.encode,
+        chunking_tokenizer_fn=sentence_spans,
     )
 
 
