@@ -170,7 +170,7 @@ class HybridRetriever:
             hits.append(
                 Hit(
                     abstract=abstracts[abstract_id],
-                    score=score,
+                    score=float(score),
                     rank=rank,
                     passage=passages.get(chunk_id) or best_sentence(question, abstracts[abstract_id]),
                     dense=cosine,

@@ -101,6 +101,7 @@ def test_hits_are_abstracts_with_their_best_passage(sample_index: Assistant) -> 
     assert top.abstract.text.startswith("Batch normalization is a key component of most image classif")
     assert top.passage in top.abstract.text and "adaptive gradient clipping" in top.abstract.text
     assert top.dense is not None and top.lexical is not None and 0 < top.relevance <= 1
+    assert type(top.score) is float, "plain floats, not numpy scalars, in what users print"
 
 
 @pytest.mark.parametrize("query", ["Time-MoE", "What is Time-MoE?"])
