@@ -5,7 +5,9 @@ The assistant abstains, with no citations, when
 - retrieval finds nothing relevant enough (the top hit's relevance is below
   ``min_relevance``): the model is not even asked;
 - the model says the sources do not answer (``NOT IN SOURCES``);
-- no claim of the model's answer is supported by a source.
+- no claim of the model's answer is supported by a source;
+- the question names its subject (a paper's, method's or dataset's name that few indexed
+  abstracts contain) and no cited abstract mentions it: the answer is about another paper.
 
 Sources down to ``source_score_ratio`` of the best hit give the model context; only those
 down to ``citation_score_ratio`` may be cited. Claims drawn from the weaker ones (typically
@@ -22,6 +24,8 @@ from typing import TYPE_CHECKING, Any
 from assistant import prompts
 from assistant.answer import citations, context
 from assistant.answer.generators import Generator, Usage
+from assistant.answer.words import named_terms
+from assistant.index.bm25 import Bm25Index
 from assistant.retrieval import SearchFilters
 from assistant.types import Answer, Hit
 
@@ -35,6 +39,21 @@ DECLINE = re.compile(
     r"|\bno (?:information|mention|source)\b|\bcannot (?:be )?(?:answer|determine|find)",
     re.IGNORECASE,
 )
+
+
+# A named term of the question is its subject when at most this many abstracts contain it
+# (or this share of the index, if larger): "Time-MoE" is, "LLM" or "Transformer" is not.
+SUBJECT_MAX_ABSTRACTS = 5
+SUBJECT_MAX_SHARE = 0.02
+
+
+def subject_terms(question: str, bm25: Bm25Index) -> set[str]:
+    """The question's named terms that only a few indexed abstracts contain (lower-case).
+
+    A name no abstract contains is left out: it may be spelled differently in the index.
+    """
+    limit = max(SUBJECT_MAX_ABSTRACTS, SUBJECT_MAX_SHARE * len(bm25.ids))
+    return {term for term in named_terms(question) if 0 < bm25.document_frequency(term) <= limit}
 
 
 def _select(hits: list[Hit], ratio: float) -> list[Hit]:
@@ -104,6 +123,11 @@ def stream_answer(
     if checked.supported_claims == 0:
         reason = "model_declined" if DECLINE.search(raw) else "unsupported"
         yield _abstention(query, shown, reason, generator.model_name, **fields)
+        return
+    subject = subject_terms(query, assistant.bm25)
+    cited = " ".join(f"{c.abstract.title} {c.abstract.text}".lower() for c in checked.citations)
+    if subject and not any(term in cited for term in subject):
+        yield _abstention(query, shown, "subject_not_cited", generator.model_name, **fields)
         return
     yield Answer(
         text=checked.text,
