@@ -13,6 +13,12 @@
    On SciFact train it scored like min-max and reciprocal-rank fusion or better
    (benchmarks/retrieval.py).
 
+4. Subject bonus: when the question names its subject (a named term few abstracts
+   contain, such as "Time-MoE"; see `subject_terms`), the abstracts that contain it gain
+   ``subject_weight``. BM25 sees "time" and "moe" as two common words; the bonus makes the
+   name count as one. On SciFact train it raised nDCG@10 from 0.742 to 0.746 (plateau
+   0.1-0.3; 0.15 chosen).
+
 Filters (source file names, year range) apply on both sides.
 """
 
@@ -32,6 +38,7 @@ from assistant.index.embedders import Embedder
 from assistant.index.store import ChromaStore
 from assistant.settings import Settings
 from assistant.types import Abstract, Hit
+from assistant.words import named_terms
 
 CHUNKS_PER_ABSTRACT = 3
 _WORD = re.compile(r"\w+")
@@ -114,6 +121,29 @@ def fuse(dense: dict[str, float], lexical: dict[str, float], lexical_weight: flo
     return fuse_weighted([(dense, 1.0 - lexical_weight), (lexical, lexical_weight)])
 
 
+# A named term of the question is its subject when at most this many abstracts contain it
+# (or this share of the index, if larger): "Time-MoE" is, "LLM" or "Transformer" is not.
+SUBJECT_MAX_ABSTRACTS = 5
+SUBJECT_MAX_SHARE = 0.02
+
+
+def subject_terms(question: str, bm25: Bm25Index) -> dict[str, list[str]]:
+    """The question's named terms (lower-case) that only a few indexed abstracts contain,
+    each with the ids of those abstracts. A name no abstract contains is left out: it may be
+    spelled differently in the index."""
+    limit = max(SUBJECT_MAX_ABSTRACTS, SUBJECT_MAX_SHARE * len(bm25.ids))
+    found = {term: bm25.containing(term) for term in named_terms(question)}
+    return {term: ids for term, ids in found.items() if 0 < len(ids) <= limit}
+
+
+def with_subject_bonus(ranked: list[tuple[str, float]], subject_ids: set[str], bonus: float) -> list[tuple[str, float]]:
+    """Fused results with ``bonus`` added to the abstracts in ``subject_ids``, best first."""
+    if not subject_ids or not bonus:
+        return ranked
+    boosted = [(i, score + bonus * (i in subject_ids)) for i, score in ranked]
+    return sorted(boosted, key=lambda item: (-item[1], item[0]))
+
+
 def best_sentence(question: str, abstract: Abstract) -> str:
     """The abstract's sentence sharing the most words with the question."""
     words = set(_WORD.findall(question.lower()))
@@ -159,6 +189,8 @@ class HybridRetriever:
         dense = self.dense(question, depth, filters)
         lexical = self.lexical(question, depth, filters)
         ranked = fuse({i: s for i, (s, _) in dense.items()}, lexical, self.settings.lexical_weight)
+        subject = {i for ids in subject_terms(question, self.bm25).values() for i in ids}
+        ranked = with_subject_bonus(ranked, subject, self.settings.subject_weight)
         top = ranked[: k + 10]  # a few spare in case some are still pending
         abstracts = self.store.get_abstracts([i for i, _ in top])
         top = [(i, score) for i, score in top if i in abstracts][:k]

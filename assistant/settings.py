@@ -100,6 +100,12 @@ class Settings(BaseSettings):
     lexical_weight: float = Field(
         default=0.5, ge=0.0, le=1.0, description="Weight of BM25 in fusion (dense gets the rest)."
     )
+    subject_weight: float = Field(
+        default=0.15,
+        ge=0.0,
+        description="Bonus added after fusion to abstracts that contain the question's subject (a "
+        "named term few abstracts contain, e.g. Time-MoE); 0 turns it off.",
+    )
     bm25_k1: float = Field(default=0.9, description="BM25 term-frequency saturation k1.")
     bm25_b: float = Field(default=0.4, description="BM25 document-length normalisation b.")
     bm25_title_weight: int = Field(

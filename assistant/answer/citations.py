@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass
 
 from assistant.answer.context import Source
-from assistant.answer.words import content_words, named_terms, numbers, share, specifics
+from assistant.words import content_words, named_terms, numbers, share, specifics
 from assistant.corpus.display import sentences
 from assistant.types import Citation
 

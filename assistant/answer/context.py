@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 import tiktoken
 
-from assistant.answer.words import content_words, share, specifics
+from assistant.words import content_words, share, specifics
 from assistant.corpus.display import sentences
 from assistant.index.embedders import Embedder
 from assistant.types import Hit

@@ -24,9 +24,7 @@ from typing import TYPE_CHECKING, Any
 from assistant import prompts
 from assistant.answer import citations, context
 from assistant.answer.generators import Generator, Usage
-from assistant.answer.words import named_terms
-from assistant.index.bm25 import Bm25Index
-from assistant.retrieval import SearchFilters
+from assistant.retrieval import SearchFilters, subject_terms
 from assistant.types import Answer, Hit
 
 if TYPE_CHECKING:
@@ -39,21 +37,6 @@ DECLINE = re.compile(
     r"|\bno (?:information|mention|source)\b|\bcannot (?:be )?(?:answer|determine|find)",
     re.IGNORECASE,
 )
-
-
-# A named term of the question is its subject when at most this many abstracts contain it
-# (or this share of the index, if larger): "Time-MoE" is, "LLM" or "Transformer" is not.
-SUBJECT_MAX_ABSTRACTS = 5
-SUBJECT_MAX_SHARE = 0.02
-
-
-def subject_terms(question: str, bm25: Bm25Index) -> set[str]:
-    """The question's named terms that only a few indexed abstracts contain (lower-case).
-
-    A name no abstract contains is left out: it may be spelled differently in the index.
-    """
-    limit = max(SUBJECT_MAX_ABSTRACTS, SUBJECT_MAX_SHARE * len(bm25.ids))
-    return {term for term in named_terms(question) if 0 < bm25.document_frequency(term) <= limit}
 
 
 def _select(hits: list[Hit], ratio: float) -> list[Hit]:
@@ -124,7 +107,7 @@ def stream_answer(
         reason = "model_declined" if DECLINE.search(raw) else "unsupported"
         yield _abstention(query, shown, reason, generator.model_name, **fields)
         return
-    subject = subject_terms(query, assistant.bm25)
+    subject = set(subject_terms(query, assistant.bm25))
     cited = " ".join(f"{c.abstract.title} {c.abstract.text}".lower() for c in checked.citations)
     if subject and not any(term in cited for term in subject):
         yield _abstention(query, shown, "subject_not_cited", generator.model_name, **fields)

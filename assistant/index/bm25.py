@@ -148,16 +148,16 @@ class Bm25Index:
             total += weight
         return dict(zip(ids, (found / total).tolist(), strict=True))
 
-    def document_frequency(self, text: str) -> int:
-        """How many indexed abstracts contain every token of ``text`` (a name such as
-        "Time-MoE" is two tokens; both must occur)."""
+    def containing(self, text: str) -> list[str]:
+        """The ids of the indexed abstracts that contain every token of ``text`` (a name
+        such as "Time-MoE" is two tokens; both must occur)."""
         terms = tokenize([text])[0] if self.model is not None else []
         if not terms:
-            return 0
+            return []
         postings, indptr = self.model.scores["indices"], self.model.scores["indptr"]
         found = None
         for term in terms:
             column = self.model.vocab_dict.get(term)
             docs = postings[indptr[column] : indptr[column + 1]] if column is not None else postings[:0]
             found = docs if found is None else np.intersect1d(found, docs)
-        return len(found)
+        return [self.ids[int(row)] for row in found]

@@ -1,4 +1,4 @@
-"""Word-level helpers shared by context selection and citation checks."""
+"""Word-level helpers shared by retrieval (subject terms), context selection and citation checks."""
 
 from __future__ import annotations
 
