@@ -16,8 +16,8 @@
 4. Subject bonus: when the question names its subject (a named term few abstracts
    contain, such as "Time-MoE"; see `subject_terms`), the abstracts that contain it gain
    ``subject_weight``. BM25 sees "time" and "moe" as two common words; the bonus makes the
-   name count as one. On SciFact train it raised nDCG@10 from 0.742 to 0.746 (plateau
-   0.1-0.3; 0.15 chosen).
+   name count as one. On SciFact train it raised nDCG@10 from 0.741 to 0.746 (plateau
+   0.1-0.3; 0.15 chosen; benchmarks/retrieval_signals.py).
 
 Filters (source file names, year range) apply on both sides.
 """
