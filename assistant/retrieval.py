@@ -136,6 +136,11 @@ def subject_terms(question: str, bm25: Bm25Index) -> dict[str, list[str]]:
     return {term: ids for term, ids in found.items() if 0 < len(ids) <= limit}
 
 
+def subject_abstracts(question: str, bm25: Bm25Index) -> set[str]:
+    """The ids of the abstracts that contain one of the question's subject terms."""
+    return {i for ids in subject_terms(question, bm25).values() for i in ids}
+
+
 def with_subject_bonus(ranked: list[tuple[str, float]], subject_ids: set[str], bonus: float) -> list[tuple[str, float]]:
     """Fused results with ``bonus`` added to the abstracts in ``subject_ids``, best first."""
     if not subject_ids or not bonus:
@@ -189,7 +194,7 @@ class HybridRetriever:
         dense = self.dense(question, depth, filters)
         lexical = self.lexical(question, depth, filters)
         ranked = fuse({i: s for i, (s, _) in dense.items()}, lexical, self.settings.lexical_weight)
-        subject = {i for ids in subject_terms(question, self.bm25).values() for i in ids}
+        subject = subject_abstracts(question, self.bm25)
         ranked = with_subject_bonus(ranked, subject, self.settings.subject_weight)
         top = ranked[: k + 10]  # a few spare in case some are still pending
         abstracts = self.store.get_abstracts([i for i, _ in top])

@@ -111,11 +111,11 @@ class Answer:
 
     ``abstained`` is True when the indexed abstracts do not answer the question
     (``abstain_reason``: low_relevance, model_declined, unsupported or subject_not_cited);
-    an abstention carries no citations. ``sources`` are the hits the model saw; ``unsupported`` the
-    answer sentences no source supports; ``set_aside`` the claims left out of ``text``
-    because only a source ranked well below the best supports them; ``timings`` are
-    seconds (retrieve, first_token, total); ``raw_text`` is what the model wrote before
-    citations were verified.
+    an abstention carries no citations. ``sources`` are the hits the model saw;
+    ``unsupported`` the answer sentences no source supports; ``set_aside`` the claims left
+    out of ``text`` because only a source ranked well below the best supports them;
+    ``timings`` are seconds (retrieve, first_token, total); ``raw_text`` is what the model
+    wrote before citations were verified.
     """
 
     text: str

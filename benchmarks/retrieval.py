@@ -5,7 +5,8 @@
 Prints one table: nDCG@10 and recall@100 on SciFact for BM25 alone, dense alone, the
 default hybrid and each variant tried (subject bonus, fusion formula, weights, depth, BM25
 parameters), then recall on the dev questions and search latency p50/p95 on the sample
-corpus and on SciFact. SciFact is indexed once into the cache dir (several minutes the first time).
+corpus and on SciFact. SciFact is indexed once into the cache dir (several minutes the
+first time).
 Never part of the test run's pass/fail.
 """
 
@@ -21,7 +22,7 @@ from pathlib import Path
 import pytrec_eval
 
 from assistant import Assistant, evaluation
-from assistant.retrieval import fuse, subject_terms, with_subject_bonus
+from assistant.retrieval import fuse, subject_abstracts, with_subject_bonus
 
 ROOT = Path(__file__).resolve().parent.parent
 Fusion = Callable[[dict[str, float], dict[str, float]], list[tuple[str, float]]]
@@ -61,7 +62,7 @@ def scifact_run(assistant: Assistant, queries: dict[str, str], fusion: Fusion | 
         if fusion:
             ranked = fusion(dense, lexical)
         else:
-            subject = {i for ids in subject_terms(text, assistant.bm25).values() for i in ids}
+            subject = subject_abstracts(text, assistant.bm25)
             ranked = with_subject_bonus(fuse(dense, lexical, settings.lexical_weight), subject, settings.subject_weight)
         ranked = ranked[:100]
         run[query_id] = {doc: float(len(ranked) - rank) for rank, (doc, _) in enumerate(ranked)}

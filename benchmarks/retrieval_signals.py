@@ -17,7 +17,7 @@ to the product's hybrid, so the choice not to ship them rests on numbers:
   over whole abstracts (``--e5``; it embeds about 1.2 abstracts/s here);
 - each fused with the product's two sides by the product's distribution-based fusion
   (`assistant.retrieval.fuse_weighted`, top 100 per signal);
-- the **subject bonus** the product adds after fusion (`assistant.retrieval.subject_terms`:
+- the **subject bonus** the product adds after fusion (`assistant.retrieval.subject_abstracts`:
   abstracts containing a named term of the query that few abstracts contain), at several
   weights; 0.15 is the product's default.
 
@@ -47,7 +47,7 @@ from assistant.evaluation import read_qrels
 from assistant.index.bm25 import Bm25Index, tokenize
 from assistant.index.chunking import chunk, embedding_text
 from assistant.index.embedders import Embedder, create
-from assistant.retrieval import fuse_weighted, subject_terms, with_subject_bonus
+from assistant.retrieval import fuse_weighted, subject_abstracts, with_subject_bonus
 from assistant.settings import Settings
 from retrieval import score
 
@@ -208,7 +208,7 @@ def main() -> None:
 
     subject_index = Bm25Index(work / "bm25", k1, b, settings.bm25_title_weight)
     subject_index.build(abstracts)
-    subjects = [{i for ids in subject_terms(text, subject_index).values() for i in ids} for text in query_texts]
+    subjects = [subject_abstracts(text, subject_index) for text in query_texts]
 
     def with_subject(weight: float) -> Callable[[int], list[tuple[str, float]]]:
         hybrid = fused((dense, half), (lexical, half))

@@ -136,13 +136,11 @@ class Bm25Index:
         terms = set(tokenize([query], stopwords)[0]) if self.model is not None else set()
         if not terms:
             return dict.fromkeys(ids, 0.0)
-        postings, indptr = self.model.scores["indices"], self.model.scores["indptr"]
         count = len(self.ids)
         rows = np.array([self._rows.get(i, -1) for i in ids])
         found, total = np.zeros(len(ids)), 0.0
         for term in terms:
-            column = self.model.vocab_dict.get(term)
-            docs = postings[indptr[column] : indptr[column + 1]] if column is not None else postings[:0]
+            docs = self._postings(term)
             weight = math.log(1 + (count - len(docs) + 0.5) / (len(docs) + 0.5))
             found += weight * np.isin(rows, docs)
             total += weight
@@ -154,10 +152,13 @@ class Bm25Index:
         terms = tokenize([text])[0] if self.model is not None else []
         if not terms:
             return []
-        postings, indptr = self.model.scores["indices"], self.model.scores["indptr"]
-        found = None
-        for term in terms:
-            column = self.model.vocab_dict.get(term)
-            docs = postings[indptr[column] : indptr[column + 1]] if column is not None else postings[:0]
-            found = docs if found is None else np.intersect1d(found, docs)
+        found = self._postings(terms[0])
+        for term in terms[1:]:
+            found = np.intersect1d(found, self._postings(term))
         return [self.ids[int(row)] for row in found]
+
+    def _postings(self, term: str) -> np.ndarray:
+        """The sorted rows of the abstracts that contain a (stemmed) term."""
+        postings, indptr = self.model.scores["indices"], self.model.scores["indptr"]
+        column = self.model.vocab_dict.get(term)
+        return postings[indptr[column] : indptr[column + 1]] if column is not None else postings[:0]
