@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from assistant import Assistant, GenerationError
+from assistant import Assistant, GenerationError, prompts
 from assistant.answer.generators import Usage, create
 from assistant.answer.model_files import MODELS, ModelFileError, model_path
 from assistant.settings import Settings
@@ -83,3 +83,37 @@ def test_a_stopped_server_is_one_clear_error_within_the_timeout(
     with pytest.raises(GenerationError, match=f"cannot reach the model server at {base_url}"):
         assistant.ask("What technique did the Pangu Ultra team introduce to eliminate loss spikes?")
     assert time.monotonic() - started < 30
+
+
+@pytest.mark.slow
+def test_local_model_keeps_the_answer_prompt_cached_across_a_follow_up_rewrite(
+    sample_index: Assistant, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A chat turn runs the rewriting prompt between two answer prompts; the second answer
+    prompt must still find the shared instructions cached, and answer exactly as it would
+    after reading them again."""
+    generator = sample_index.generator
+    evaluated: list[int] = []
+    read = generator.llm.eval
+    monkeypatch.setattr(generator.llm, "eval", lambda tokens: (evaluated.append(len(tokens)), read(tokens))[1])
+
+    def run(prompt: str) -> tuple[str, int]:
+        evaluated.clear()
+        text = "".join(generator.stream([{"role": "user", "content": prompt}], 24, Usage()))
+        return text, sum(evaluated)
+
+    first = prompts.render("answer", sources="[1] NFNets reach 86.5% top-1 accuracy on ImageNet.", question="What accuracy do NFNets reach?")
+    rewrite = prompts.render("condense", history="User: What are NFNets?\nAssistant: Normalizer-free ResNets [1].", question="How accurate are they?")
+    second = prompts.render("answer", sources="[1] DReSD raises acceptance rates by 87%.", question="What does DReSD improve?")
+    run(first)
+    run(rewrite)
+    cached_text, cached_read = run(second)
+    cache = generator.llm.cache
+    try:
+        generator.llm.set_cache(None)
+        run(rewrite)
+        fresh_text, fresh_read = run(second)
+    finally:
+        generator.llm.set_cache(cache)
+    assert cached_text == fresh_text and "87%" in cached_text
+    assert cached_read < fresh_read - 100

@@ -9,7 +9,13 @@ from assistant.settings import Settings
 def create(settings: Settings) -> Generator:
     """The generator the settings ask for (no fallback to another model)."""
     if settings.llm_backend == "local":
-        from assistant.answer.generators.local_llama import LocalLlama
+        try:
+            from assistant.answer.generators.local_llama import LocalLlama
+        except ImportError as error:
+            raise GenerationError(
+                "the local LLM backend needs llama-cpp-python; install the project with the "
+                "README's command"
+            ) from error
 
         return LocalLlama(
             settings.llm_model, settings.cache_dir, settings.llm_threads, settings.llm_context_tokens

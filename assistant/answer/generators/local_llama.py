@@ -2,34 +2,36 @@
 
 from __future__ import annotations
 
+import ctypes
 import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+import llama_cpp
+import numpy as np
+from llama_cpp.llama import LlamaState
+
 from assistant.answer.generators.base import GenerationError, Message, Usage
 from assistant.answer.model_files import model_path
+
+PROMPT_CACHE_BYTES = 64 << 20
 
 
 class LocalLlama:
     """llama-cpp-python with explicit thread counts; one generation at a time.
 
-    The model keeps the previous prompt's KV cache, so a prompt that starts like the last
-    one (the fixed instructions) is not read again. Flash attention reads prompts about 7%
-    faster on this CPU.
+    Prompts that start alike are not read twice. The model keeps the last prompt's KV
+    cache, and a small RAM cache (``PROMPT_CACHE_BYTES``, a few prompts) keeps earlier
+    ones: in a chat, the follow-up's rewriting prompt no longer evicts the answer prompt's
+    fixed instructions (~160 tokens, about 2 s on 2 cores). Flash attention reads prompts
+    about 7% faster on this CPU.
     """
 
     def __init__(self, model: str, cache_dir: Path, threads: int, context_tokens: int) -> None:
-        try:
-            from llama_cpp import Llama
-        except ImportError as error:
-            raise GenerationError(
-                "the local LLM backend needs llama-cpp-python; install the project with the "
-                "README's command"
-            ) from error
         threads = threads or os.cpu_count() or 1
         self.model_name = model
-        self.llm = Llama(
+        self.llm = _KvOnlyStates(
             model_path=str(model_path(model, cache_dir)),
             n_ctx=context_tokens,
             n_threads=threads,
@@ -37,6 +39,7 @@ class LocalLlama:
             flash_attn=True,
             verbose=False,
         )
+        self.llm.set_cache(llama_cpp.LlamaRAMCache(PROMPT_CACHE_BYTES))
         self._lock = threading.Lock()
 
     def stream(self, messages: list[Message], max_tokens: int, usage: Usage) -> Iterator[str]:
@@ -51,3 +54,34 @@ class LocalLlama:
                     usage.completion_tokens += 1
                     yield delta
             usage.prompt_tokens = self.llm.n_tokens - usage.completion_tokens
+
+
+class _KvOnlyStates(llama_cpp.Llama):
+    """`llama_cpp.Llama` whose cached states hold the KV cache only.
+
+    The library's states also copy the last batch's logits (n_batch × vocabulary floats,
+    about 300 MB for this model) that its cache does not count against its capacity. They
+    are never read: a restored state is always evaluated again before sampling.
+    """
+
+    def save_state(self) -> LlamaState:
+        size = llama_cpp.llama_state_get_size(self.ctx)
+        buffer = (ctypes.c_uint8 * size)()
+        used = llama_cpp.llama_state_get_data(self.ctx, buffer, size)
+        return LlamaState(
+            input_ids=self.input_ids.copy(),
+            scores=np.empty((0, self.n_vocab()), dtype=np.single),
+            n_tokens=self.n_tokens,
+            llama_state=ctypes.string_at(buffer, used),
+            llama_state_size=used,
+            seed=self._seed,
+        )
+
+    def load_state(self, state: LlamaState) -> None:
+        data = (ctypes.c_uint8 * state.llama_state_size).from_buffer_copy(state.llama_state)
+        if llama_cpp.llama_state_set_data(self.ctx, data, state.llama_state_size) != state.llama_state_size:
+            raise GenerationError("could not restore a cached prompt state")
+        self.input_ids = state.input_ids.copy()
+        self.n_tokens = state.n_tokens
+        self._requires_eval = True
+        self._seed = state.seed
