@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from assistant import Answer, Assistant, QuestionError
-from assistant.answer.pipeline import ABSTAIN_TEXT
+from assistant.answer.pipeline import ABSTAIN_TEXT, condense
 
 DEV = {item["id"]: item for item in map(json.loads, (Path(__file__).parent / "data" / "dev.jsonl").read_text().splitlines())}
 
@@ -87,3 +87,21 @@ def test_chat_rewrites_a_follow_up_before_retrieval(sample_index: Assistant) -> 
     assert "pangu" in follow_up.question.lower(), follow_up.question
     assert follow_up.sources and follow_up.sources[0].abstract.text.startswith("We present Pangu Ultra")
     assert len(chat.history) == 2
+
+
+@pytest.mark.parametrize(
+    ("earlier", "follow_up", "must_have"),
+    [
+        (("What is DReSD?", "DReSD retrieves token sequences for speculative decoding [1]."),
+         "What gains does it report?", ("dresd", "gains")),
+        (("What technique did the Pangu Ultra team introduce to eliminate loss spikes?", "Depth-scaled sandwich normalization [1]."),
+         "How many NPUs were used?", ("pangu", "npus")),
+    ],
+)
+def test_a_follow_up_is_rewritten_with_its_subject_named_and_its_own_words_kept(
+    sample_index: Assistant, earlier: tuple[str, str], follow_up: str, must_have: tuple[str, ...]
+) -> None:
+    question, text = earlier
+    history = [(question, Answer(text=text, citations=[], sources=[], abstained=False, question=question))]
+    rewritten = condense(sample_index.generator, history, follow_up, 96).lower()
+    assert all(word in rewritten for word in must_have), rewritten
