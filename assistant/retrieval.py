@@ -176,7 +176,9 @@ class HybridRetriever:
 
     def dense(self, question: str, depth: int, filters: SearchFilters | None) -> dict[str, tuple[float, str]]:
         """Abstract id → (best chunk cosine, best chunk id), for the top ``depth`` abstracts."""
-        vector = self.embedder.embed([question])[0]
+        return self._nearest(self.embedder.embed([question])[0], depth, filters)
+
+    def _nearest(self, vector: np.ndarray, depth: int, filters: SearchFilters | None) -> dict[str, tuple[float, str]]:
         where = filters.for_chroma() if filters else None
         best: dict[str, tuple[float, str]] = {}
         for chunk_id, abstract_id, score in self.store.query_chunks(vector, depth * CHUNKS_PER_ABSTRACT, where):
@@ -191,7 +193,8 @@ class HybridRetriever:
     def search(self, question: str, k: int, filters: SearchFilters | None = None) -> list[Hit]:
         """The ``k`` best abstracts for the question."""
         depth = max(k, self.settings.fusion_depth)
-        dense = self.dense(question, depth, filters)
+        vector = self.embedder.embed([question])[0]
+        dense = self._nearest(vector, depth, filters)
         lexical = self.lexical(question, depth, filters)
         ranked = fuse({i: s for i, (s, _) in dense.items()}, lexical, self.settings.lexical_weight)
         subject = subject_abstracts(question, self.bm25)
@@ -199,6 +202,7 @@ class HybridRetriever:
         top = ranked[: k + 10]  # a few spare in case some are still pending
         abstracts = self.store.get_abstracts([i for i, _ in top])
         top = [(i, score) for i, score in top if i in abstracts][:k]
+        dense.update(self.store.best_chunks(vector, [i for i, _ in top if i not in dense]))
         passages = self.store.chunk_texts([dense[i][1] for i, _ in top if i in dense])
         coverage = self.bm25.coverage(question, [i for i, _ in top])
         hits = []

@@ -122,6 +122,17 @@ def test_hits_are_abstracts_with_their_best_passage(sample_index: Assistant) -> 
     assert type(top.score) is float, "plain floats, not numpy scalars, in what users print"
 
 
+def test_a_hit_the_dense_side_did_not_reach_still_gets_its_true_cosine(sample_index: Assistant) -> None:
+    """With a shallow dense side most hits come from BM25 alone; their cosine (which the
+    relevance gate uses) is computed, not taken as missing, and matches a full dense scan."""
+    question = "What acceptance rates does DReSD report?"
+    hits = Assistant(sample_index.settings, fusion_depth=2).search(question, k=6)
+    full = sample_index.retriever.dense(question, sample_index.stats()["abstracts"], None)
+    assert all(h.dense is not None for h in hits)
+    assert [round(h.dense, 4) for h in hits] == [round(full[h.abstract.id][0], 4) for h in hits]
+    assert all(h.passage in h.abstract.text for h in hits)
+
+
 @pytest.mark.parametrize("query", ["Time-MoE", "What is Time-MoE?"])
 def test_a_terse_query_for_an_indexed_paper_is_relevant(sample_index: Assistant, query: str) -> None:
     top = sample_index.search(query, k=3)[0]

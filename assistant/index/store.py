@@ -288,6 +288,22 @@ class ChromaStore:
             for chunk_id, distance in zip(result["ids"][0], result["distances"][0], strict=True)
         ]
 
+    def best_chunks(self, vector: np.ndarray, abstract_ids: list[str]) -> dict[str, tuple[float, str]]:
+        """For these abstracts, (cosine similarity, chunk id) of their chunk nearest to
+        ``vector``: the dense score of an abstract that a nearest-chunk query did not reach."""
+        if not abstract_ids:
+            return {}
+        got = self.chunks.get(where={"abstract_id": {"$in": abstract_ids}}, include=["embeddings"])
+        best: dict[str, tuple[float, str]] = {}
+        query = vector / np.linalg.norm(vector)
+        for chunk_id, embedding in zip(got["ids"], got["embeddings"], strict=True):
+            embedding = np.asarray(embedding, dtype=np.float64)
+            cosine = float(embedding @ query / np.linalg.norm(embedding))
+            abstract_id = chunk_id.rsplit("#", 1)[0]
+            if cosine > best.get(abstract_id, (-2.0, ""))[0]:
+                best[abstract_id] = (cosine, chunk_id)
+        return best
+
     def chunk_texts(self, ids: list[str]) -> dict[str, str]:
         """Chunk texts by chunk id."""
         if not ids:
