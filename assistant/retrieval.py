@@ -15,9 +15,12 @@
 
 4. Subject bonus: when the question names its subject (a named term few abstracts
    contain, such as "Time-MoE"; see `subject_terms`), the abstracts that contain it gain
-   ``subject_weight``. BM25 sees "time" and "moe" as two common words; the bonus makes the
-   name count as one. On SciFact train it raised nDCG@10 from 0.741 to 0.746 (plateau
-   0.1-0.3; 0.15 chosen; benchmarks/retrieval_signals.py).
+   ``subject_weight``, or ``unique_subject_weight`` when at most two abstracts have the
+   name. BM25 sees "time" and "moe" as two common words, and in a small index a unique
+   name ("What gains does DReSD report?") weighs less than two common words; the bonus
+   makes the name count. On SciFact train nDCG@10 went from 0.741 to 0.746 with the
+   first (plateau 0.1-0.3; 0.15 chosen) and to 0.749 with both (0.4-1.0 all within 0.001;
+   0.5 chosen; benchmarks/retrieval_signals.py).
 
 Filters (source file names, year range) apply on both sides.
 """
@@ -125,6 +128,8 @@ def fuse(dense: dict[str, float], lexical: dict[str, float], lexical_weight: flo
 # (or this share of the index, if larger): "Time-MoE" is, "LLM" or "Transformer" is not.
 SUBJECT_MAX_ABSTRACTS = 5
 SUBJECT_MAX_SHARE = 0.02
+# A name at most this many abstracts have is near-unique: "DReSD", not "BRCA1".
+UNIQUE_SUBJECT_MAX_ABSTRACTS = 2
 
 
 def subject_terms(question: str, bm25: Bm25Index) -> dict[str, list[str]]:
@@ -141,11 +146,23 @@ def subject_abstracts(question: str, bm25: Bm25Index) -> set[str]:
     return {i for ids in subject_terms(question, bm25).values() for i in ids}
 
 
-def with_subject_bonus(ranked: list[tuple[str, float]], subject_ids: set[str], bonus: float) -> list[tuple[str, float]]:
-    """Fused results with ``bonus`` added to the abstracts in ``subject_ids``, best first."""
-    if not subject_ids or not bonus:
+def subject_bonuses(question: str, bm25: Bm25Index, weight: float, unique_weight: float) -> dict[str, float]:
+    """Abstract id → its bonus for containing the question's subject: ``weight``, or
+    ``unique_weight`` if larger when at most ``UNIQUE_SUBJECT_MAX_ABSTRACTS`` abstracts
+    have that name (the question is then almost surely about them)."""
+    bonuses: dict[str, float] = {}
+    for ids in subject_terms(question, bm25).values():
+        bonus = max(weight, unique_weight) if len(ids) <= UNIQUE_SUBJECT_MAX_ABSTRACTS else weight
+        for abstract_id in ids:
+            bonuses[abstract_id] = max(bonuses.get(abstract_id, 0.0), bonus)
+    return {i: bonus for i, bonus in bonuses.items() if bonus}
+
+
+def with_subject_bonus(ranked: list[tuple[str, float]], bonuses: dict[str, float]) -> list[tuple[str, float]]:
+    """Fused results with each abstract's bonus added, best first."""
+    if not bonuses:
         return ranked
-    boosted = [(i, score + bonus * (i in subject_ids)) for i, score in ranked]
+    boosted = [(i, score + bonuses.get(i, 0.0)) for i, score in ranked]
     return sorted(boosted, key=lambda item: (-item[1], item[0]))
 
 
@@ -197,8 +214,9 @@ class HybridRetriever:
         dense = self._nearest(vector, depth, filters)
         lexical = self.lexical(question, depth, filters)
         ranked = fuse({i: s for i, (s, _) in dense.items()}, lexical, self.settings.lexical_weight)
-        subject = subject_abstracts(question, self.bm25)
-        ranked = with_subject_bonus(ranked, subject, self.settings.subject_weight)
+        settings = self.settings
+        bonuses = subject_bonuses(question, self.bm25, settings.subject_weight, settings.unique_subject_weight)
+        ranked = with_subject_bonus(ranked, bonuses)
         top = ranked[: k + 10]  # a few spare in case some are still pending
         abstracts = self.store.get_abstracts([i for i, _ in top])
         top = [(i, score) for i, score in top if i in abstracts][:k]

@@ -106,6 +106,12 @@ class Settings(BaseSettings):
         description="Bonus added after fusion to abstracts that contain the question's subject (a "
         "named term few abstracts contain, e.g. Time-MoE); 0 turns it off.",
     )
+    unique_subject_weight: float = Field(
+        default=0.5,
+        ge=0.0,
+        description="The bonus instead, if larger, when the subject's name is near-unique (at most "
+        "two indexed abstracts have it, e.g. DReSD).",
+    )
     bm25_k1: float = Field(default=0.9, description="BM25 term-frequency saturation k1.")
     bm25_b: float = Field(default=0.4, description="BM25 document-length normalisation b.")
     bm25_title_weight: int = Field(

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytrec_eval
 
 from assistant import Assistant, evaluation
-from assistant.retrieval import fuse, subject_abstracts, with_subject_bonus
+from assistant.retrieval import fuse, subject_bonuses, with_subject_bonus
 
 ROOT = Path(__file__).resolve().parent.parent
 Fusion = Callable[[dict[str, float], dict[str, float]], list[tuple[str, float]]]
@@ -62,8 +62,8 @@ def scifact_run(assistant: Assistant, queries: dict[str, str], fusion: Fusion | 
         if fusion:
             ranked = fusion(dense, lexical)
         else:
-            subject = subject_abstracts(text, assistant.bm25)
-            ranked = with_subject_bonus(fuse(dense, lexical, settings.lexical_weight), subject, settings.subject_weight)
+            bonuses = subject_bonuses(text, assistant.bm25, settings.subject_weight, settings.unique_subject_weight)
+            ranked = with_subject_bonus(fuse(dense, lexical, settings.lexical_weight), bonuses)
         ranked = ranked[:100]
         run[query_id] = {doc: float(len(ranked) - rank) for rank, (doc, _) in enumerate(ranked)}
     return run
@@ -108,8 +108,9 @@ def main() -> None:
     rows: list[tuple[str, Assistant, Fusion | None]] = [
         ("BM25 alone (k1 0.9, b 0.4, title x1)", variant(lexical_weight=1.0), None),
         ("dense alone (MiniLM int8, 128-token chunks, best chunk)", variant(lexical_weight=0.0), None),
-        ("hybrid, default (distribution-based fusion, w 0.5, depth 100, subject bonus 0.15)", variant(), None),
-        ("hybrid, no subject bonus", variant(subject_weight=0.0), None),
+        ("hybrid, default (distribution-based fusion, w 0.5, depth 100, subject bonus 0.15 / 0.5 unique)", variant(), None),
+        ("hybrid, subject bonus 0.15, no unique-name bonus", variant(unique_subject_weight=0.0), None),
+        ("hybrid, no subject bonus", variant(subject_weight=0.0, unique_subject_weight=0.0), None),
         ("hybrid, min-max fusion (llama-index relative_score), no bonus", variant(), min_max_fusion),
         ("hybrid, reciprocal-rank fusion (k 60), no bonus", variant(), rrf_fusion),
         ("hybrid, BM25 weight 0.4", variant(lexical_weight=0.4), None),

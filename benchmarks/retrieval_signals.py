@@ -17,9 +17,9 @@ to the product's hybrid, so the choice not to ship them rests on numbers:
   over whole abstracts (``--e5``; it embeds about 1.2 abstracts/s here);
 - each fused with the product's two sides by the product's distribution-based fusion
   (`assistant.retrieval.fuse_weighted`, top 100 per signal);
-- the **subject bonus** the product adds after fusion (`assistant.retrieval.subject_abstracts`:
+- the **subject bonus** the product adds after fusion (`assistant.retrieval.subject_bonuses`:
   abstracts containing a named term of the query that few abstracts contain), at several
-  weights; 0.15 is the product's default.
+  weights; the product's defaults are 0.15, and 0.5 when at most two abstracts have the name.
 
 Scores are exact (brute force over all abstracts, not HNSW), so the first row can differ
 slightly from `benchmarks/retrieval.py`. Vectors are cached in ``--work`` (embedding the
@@ -47,7 +47,7 @@ from assistant.evaluation import read_qrels
 from assistant.index.bm25 import Bm25Index, tokenize
 from assistant.index.chunking import chunk, embedding_text
 from assistant.index.embedders import Embedder, create
-from assistant.retrieval import fuse_weighted, subject_abstracts, with_subject_bonus
+from assistant.retrieval import fuse_weighted, subject_bonuses, with_subject_bonus
 from assistant.settings import Settings
 from retrieval import score
 
@@ -208,16 +208,17 @@ def main() -> None:
 
     subject_index = Bm25Index(work / "bm25", k1, b, settings.bm25_title_weight)
     subject_index.build(abstracts)
-    subjects = [subject_abstracts(text, subject_index) for text in query_texts]
 
-    def with_subject(weight: float) -> Callable[[int], list[tuple[str, float]]]:
+    def with_subject(weight: float, unique_weight: float = 0.0) -> Callable[[int], list[tuple[str, float]]]:
         hybrid = fused((dense, half), (lexical, half))
-        return lambda n: with_subject_bonus(hybrid(n), subjects[n], weight)
+        bonuses = [subject_bonuses(text, subject_index, weight, unique_weight) for text in query_texts]
+        return lambda n: with_subject_bonus(hybrid(n), bonuses[n])
 
     rows: list[tuple[str, Callable[[int], list[tuple[str, float]]]]] = [
         ("hybrid: chunks 0.5 + BM25 (Lucene) 0.5, no subject bonus", fused((dense, half), (lexical, half))),
-        ("product hybrid: + subject bonus 0.15", with_subject(0.15)),
-        *[(f"hybrid + subject bonus {w}", with_subject(w)) for w in (0.05, 0.1, 0.2, 0.3, 0.5)],
+        ("product hybrid: + subject bonus 0.15, 0.5 for a near-unique name", with_subject(0.15, 0.5)),
+        *[(f"hybrid + subject bonus {w}", with_subject(w)) for w in (0.05, 0.1, 0.15, 0.2, 0.3, 0.5)],
+        *[(f"hybrid + subject bonus 0.15, near-unique name {w}", with_subject(0.15, w)) for w in (0.3, 0.4, 0.7, 1.0)],
         ("dense, title only", fused((best["titles"], 1.0))),
         ("dense, best sentence", fused((best["sentences"], 1.0))),
         ("dense, chunk centroid", fused((centroid, 1.0))),

@@ -10,7 +10,7 @@ import pytest
 
 from assistant import Assistant, SearchFilters
 from assistant.index.bm25 import Bm25Index
-from assistant.retrieval import fuse, fuse_weighted, subject_terms, with_subject_bonus
+from assistant.retrieval import fuse, fuse_weighted, subject_bonuses, subject_terms, with_subject_bonus
 from assistant.types import Abstract
 
 from conftest import SAMPLE_UNIQUE
@@ -50,10 +50,22 @@ def test_subject_terms_are_the_names_few_abstracts_contain(tmp_path: Path) -> No
     assert subject_terms("How many parameters do the Time-MoE Transformer and Granite have?", index) == {"time-moe": ["7"]}
 
 
+def test_a_near_unique_name_earns_the_larger_bonus(tmp_path: Path) -> None:
+    texts = [f"Transformer variant {n} improves long-context language modelling." for n in range(6)]
+    texts += ["HyenaNet and DReSD decode faster.", "HyenaNet is a Transformer.", "HyenaNet scales.", "DReSD again."]
+    index = Bm25Index(tmp_path / "bm25", k1=0.9, b=0.4, title_weight=1)
+    index.build([Abstract(id=str(n), text=t, title="", source="x", titled=False) for n, t in enumerate(texts)])
+    # HyenaNet: 3 abstracts (a subject); DReSD: 2 (near-unique); abstract 6 has both and keeps the larger
+    bonuses = subject_bonuses("Is HyenaNet or DReSD faster?", index, 0.15, 0.5)
+    assert bonuses == {"6": 0.5, "7": 0.15, "8": 0.15, "9": 0.5}
+    assert subject_bonuses("Is HyenaNet or DReSD faster?", index, 0.15, 0.0) == dict.fromkeys("6789", 0.15)
+    assert subject_bonuses("Is HyenaNet or DReSD faster?", index, 0.0, 0.0) == {}
+
+
 def test_subject_bonus_reorders_fused_results() -> None:
     ranked = [("a", 0.9), ("b", 0.8), ("c", 0.7)]
-    assert with_subject_bonus(ranked, {"c"}, 0.15) == [("a", 0.9), ("c", pytest.approx(0.85)), ("b", 0.8)]
-    assert with_subject_bonus(ranked, set(), 0.15) == ranked and with_subject_bonus(ranked, {"c"}, 0.0) == ranked
+    assert with_subject_bonus(ranked, {"c": 0.15}) == [("a", 0.9), ("c", pytest.approx(0.85)), ("b", 0.8)]
+    assert with_subject_bonus(ranked, {}) == ranked
 
 
 def test_filters_parse_and_translate() -> None:
@@ -145,10 +157,18 @@ def test_a_terse_query_for_an_indexed_paper_is_relevant(sample_index: Assistant,
 def test_a_paper_named_in_the_question_is_ranked_among_the_sources(sample_index: Assistant) -> None:
     question = "How many parameters does the largest Time-MoE model have?"
     # BM25 sees "time" and "moe" as two common words; other MoE papers outrank Time-MoE (7th) without the bonus
-    plain = Assistant(sample_index.settings, subject_weight=0.0).search(question, k=10)
+    plain = Assistant(sample_index.settings, subject_weight=0.0, unique_subject_weight=0.0).search(question, k=10)
     hits = sample_index.search(question, k=10)
     rank = next(h.rank for h in hits if "we introduce Time-MoE" in h.abstract.text)
     assert rank <= sample_index.settings.top_k < next(h.rank for h in plain if "we introduce Time-MoE" in h.abstract.text)
+
+
+def test_a_question_about_a_near_unique_name_ranks_its_abstract_first(sample_index: Assistant) -> None:
+    question = "What gains does DReSD report?"
+    # in 330 abstracts "gains" and "report" outweigh the one abstract holding "DReSD" (4th with the 0.15 bonus alone)
+    plain = Assistant(sample_index.settings, unique_subject_weight=0.0).search(question, k=10)
+    assert "(DReSD)" not in plain[0].abstract.text
+    assert "(DReSD)" in sample_index.search(question, k=1)[0].abstract.text
 
 
 @pytest.mark.slow
