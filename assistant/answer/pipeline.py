@@ -3,7 +3,10 @@
 
 The assistant abstains, with no citations, when
 - retrieval finds nothing relevant enough (the top hit's relevance is below
-  ``min_relevance``): the model is not even asked;
+  ``min_relevance``, and it does not contain the question's subject): the model is not
+  even asked. A hit that contains the subject is about it, whatever the scores say: the
+  small embedder has never seen most paper names, so "What does DReSD compare against?"
+  scores low against the DReSD abstract;
 - the model says the sources do not answer (``NOT IN SOURCES``);
 - no claim of the model's answer is supported by a source;
 - the question names its subject (a paper's, method's or dataset's name that few indexed
@@ -24,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from assistant import prompts
 from assistant.answer import citations, context
 from assistant.answer.generators import Generator, Usage
-from assistant.retrieval import SearchFilters, subject_terms
+from assistant.retrieval import SearchFilters, subject_abstracts, subject_terms
 from assistant.types import Answer, Hit
 
 if TYPE_CHECKING:
@@ -75,7 +78,9 @@ def stream_answer(
     hits = assistant.search(query, k=k or settings.top_k, filters=filters)
     timings = {"retrieve": time.perf_counter() - started}
     generator: Generator = assistant.generator
-    if not hits or hits[0].relevance < settings.min_relevance:
+    subject = subject_terms(query, assistant.bm25)
+    named = subject_abstracts(query, assistant.bm25)
+    if not hits or (hits[0].relevance < settings.min_relevance and hits[0].abstract.id not in named):
         timings["total"] = time.perf_counter() - started
         yield _abstention(query, hits, "low_relevance", generator.model_name, timings=timings)
         return
@@ -107,7 +112,6 @@ def stream_answer(
         reason = "model_declined" if DECLINE.search(raw) else "unsupported"
         yield _abstention(query, shown, reason, generator.model_name, **fields)
         return
-    subject = set(subject_terms(query, assistant.bm25))
     cited = " ".join(f"{c.abstract.title} {c.abstract.text}".lower() for c in checked.citations)
     if subject and not any(term in cited for term in subject):
         yield _abstention(query, shown, "subject_not_cited", generator.model_name, **fields)
