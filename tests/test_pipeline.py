@@ -105,3 +105,13 @@ def test_a_follow_up_is_rewritten_with_its_subject_named_and_its_own_words_kept(
     history = [(question, Answer(text=text, citations=[], sources=[], abstained=False, question=question))]
     rewritten = condense(sample_index.generator, history, follow_up, 96).lower()
     assert all(word in rewritten for word in must_have), rewritten
+
+
+def test_a_question_naming_an_indexed_paper_is_not_gated_away_by_a_low_cosine(sample_index: Assistant) -> None:
+    question = "What does DReSD compare against?"
+    top = sample_index.search(question, k=1)[0]
+    # the embedder has never seen "DReSD": the top hit is right but scores under the gate
+    assert "(DReSD)" in top.abstract.text and top.relevance < sample_index.settings.min_relevance
+    answer = sample_index.ask(question)
+    assert answer.abstain_reason != "low_relevance"
+    assert not answer.abstained and "(DReSD)" in answer.citations[0].abstract.text
