@@ -48,6 +48,9 @@ def rrf_fusion(dense: dict[str, float], lexical: dict[str, float], k: int = 60) 
     return sorted(fused.items(), key=lambda item: -item[1])
 
 
+NO_BONUS = {"subject_weight": 0.0, "unique_subject_weight": 0.0}  # settings of the rows without the subject bonus
+
+
 def scifact_run(assistant: Assistant, queries: dict[str, str], fusion: Fusion | None) -> dict[str, dict[str, float]]:
     """Top-100 rankings of every query from the retriever's two sides, fused by ``fusion``
     (without the subject bonus, whose weight suits the product's fusion only) or, when None,
@@ -106,11 +109,11 @@ def main() -> None:
         return Assistant(base.settings, data_dir=data_dir, collection="beir", **settings)
 
     rows: list[tuple[str, Assistant, Fusion | None]] = [
-        ("BM25 alone (k1 0.9, b 0.4, title x1)", variant(lexical_weight=1.0), None),
-        ("dense alone (MiniLM int8, 128-token chunks, best chunk)", variant(lexical_weight=0.0), None),
+        ("BM25 alone (k1 0.9, b 0.4, title x1)", variant(lexical_weight=1.0, **NO_BONUS), None),
+        ("dense alone (MiniLM int8, 128-token chunks, best chunk)", variant(lexical_weight=0.0, **NO_BONUS), None),
         ("hybrid, default (distribution-based fusion, w 0.5, depth 100, subject bonus 0.15 / 0.5 unique)", variant(), None),
         ("hybrid, subject bonus 0.15, no unique-name bonus", variant(unique_subject_weight=0.0), None),
-        ("hybrid, no subject bonus", variant(subject_weight=0.0, unique_subject_weight=0.0), None),
+        ("hybrid, no subject bonus", variant(**NO_BONUS), None),
         ("hybrid, min-max fusion (llama-index relative_score), no bonus", variant(), min_max_fusion),
         ("hybrid, reciprocal-rank fusion (k 60), no bonus", variant(), rrf_fusion),
         ("hybrid, BM25 weight 0.4", variant(lexical_weight=0.4), None),
