@@ -135,14 +135,30 @@ def test_a_sentence_opener_is_not_taken_for_a_name() -> None:
 
 
 def test_a_claim_that_only_restates_the_question_is_neither_cited_nor_flagged() -> None:
-    question = "Does adaptive gradient clipping let NFNets train without batch normalization?"
-    answer = "Yes, adaptive gradient clipping lets NFNets train without batch normalization [1]. They reach 86.5% top-1 [1]."
+    question = "Does adaptive gradient clipping let image classifiers train without batch normalization?"
+    answer = ("Yes, adaptive gradient clipping lets image classifiers train without batch normalization [1]. "
+              "They reach 86.5% top-1 [1].")
     result = attribute(answer, _sources(NFNET), question=question)
-    assert result.text == ("Yes, adaptive gradient clipping lets NFNets train without batch normalization. "
+    assert result.text == ("Yes, adaptive gradient clipping lets image classifiers train without batch normalization. "
                            "They reach 86.5% top-1 [1].")
     assert result.unsupported == [] and result.supported_claims == 1
-    assert attribute("Yes, adaptive gradient clipping lets NFNets train without batch normalization.",
+    assert attribute("Yes, adaptive gradient clipping lets image classifiers train without batch normalization.",
                      _sources(NFNET), question=question).supported_claims == 0
+
+
+def test_a_restatement_that_only_says_where_it_is_written_is_no_answer() -> None:
+    result = attribute("The authors of Pangu Ultra are described in source [1].", _sources(PANGU),
+                       question="Who are the authors of Pangu Ultra?")
+    assert result.supported_claims == 0 and result.citations == []
+
+
+def test_a_yes_or_no_about_a_named_thing_is_an_answer_and_verified() -> None:
+    question = "Is Pangu Ultra trained on Ascend NPUs?"
+    result = attribute("Yes, Pangu Ultra is trained on Ascend NPUs.", _sources(NFNET, PANGU), question=question)
+    assert result.supported_claims == 1 and result.text == "Yes, Pangu Ultra is trained on Ascend NPUs [1]."
+    assert result.citations[0].abstract.id == "a2"
+    unsupported = attribute("Yes, Pangu Ultra is trained on Ascend NPUs.", _sources(NFNET), question=question)
+    assert unsupported.supported_claims == 0 and unsupported.unsupported == ["Yes, Pangu Ultra is trained on Ascend NPUs."]
 
 
 def test_a_quote_prefers_the_sentence_that_states_a_finding() -> None:

@@ -13,7 +13,10 @@
    (those retrieval ranks close to the best) may be cited: a claim that a weaker source
    supports best, and that the model did not cite a citable source for, is set aside
    (left out of the answer) as drawn from a source off the question. A claim that only
-   restates the question (no content word of its own) is left as it is, uncited.
+   restates the question (no content word of its own, or only words that say where
+   something is written: "X is described in [1]") is left as it is, uncited, and does not
+   count as an answer. A yes/no verdict about a named thing ("Yes, Time-MoE uses a
+   mixture-of-experts design") is an answer, though, and verified like any claim.
 4. Renumber the cited sources by first use: [1] is the first source the answer cites.
 
 An answer of bare markers ("[1] [3]", typical of the small model for "which papers …"
@@ -37,6 +40,10 @@ _MARKER = re.compile(r"\s*\[(\s*\d+\s*(?:(?:[,;–-]|and)\s*\d+\s*)*)\]")
 _RANGE = re.compile(r"(\d+)\s*[–-]\s*(\d+)")
 _LINKING = {"by", "in", "from", "of", "see", "and"}
 _NAMING = _LINKING | {"source", "sources", "study", "work", "paper", "papers"}
+# Verbs that say where something is written, not what: "The authors of X are described in [1]"
+# adds nothing to "Who are the authors of X?".
+_REPORTING = content_words("described mentioned discussed provided stated given listed detailed explained outlined addressed")
+_YES_NO = re.compile(r"\s*(?:yes|no)\b", re.IGNORECASE)
 
 
 def parse_marker(inner: str) -> list[int]:
@@ -151,7 +158,7 @@ def attribute(answer: str, sources: list[Source], citable: set[int] | None = Non
     claims = split_claims(answer)
     for claim in claims:
         words = content_words(claim.text)
-        if asked and words and words <= asked:
+        if asked and words and words - _REPORTING <= asked and not _names_a_verdict(claim.text):
             claim.restates = True
             continue
         claim.support = {n: support(claim.text, s.hit.abstract.text) for n, s in by_number.items()}
@@ -202,6 +209,13 @@ def attribute(answer: str, sources: list[Source], citable: set[int] | None = Non
         supported_claims=sum(c.source is not None for c in claims),
         set_aside=[c.text.strip(" ,;") for c in claims if c.set_aside],
     )
+
+
+def _names_a_verdict(claim: str) -> bool:
+    """A yes/no answer about a named thing ("Yes, BLaIR outperforms existing methods"): it
+    repeats the question's words but is an answer, verified like any claim. Without a name
+    it is too generic to attribute ("Yes, chunk size matters" matches many abstracts)."""
+    return bool(_YES_NO.match(claim)) and bool(named_terms(claim))
 
 
 def bare_citations(answer: str) -> list[int]:
