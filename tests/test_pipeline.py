@@ -115,3 +115,10 @@ def test_a_question_naming_an_indexed_paper_is_not_gated_away_by_a_low_cosine(sa
     answer = sample_index.ask(question)
     assert answer.abstain_reason != "low_relevance"
     assert not answer.abstained and "(DReSD)" in answer.citations[0].abstract.text
+
+
+def test_a_yes_or_no_question_about_a_named_paper_gets_a_cited_verdict(sample_index: Assistant) -> None:
+    # the model answers "Yes, DReSD uses dense retrieval.": the question's own words, yet an answer
+    answer = sample_index.ask("Does DReSD use dense retrieval?")
+    assert not answer.abstained and answer.text.lower().startswith("yes")
+    assert "(DReSD)" in answer.citations[0].abstract.text
