@@ -128,30 +128,40 @@ def fuse(dense: dict[str, float], lexical: dict[str, float], lexical_weight: flo
 # (or this share of the index, if larger): "Time-MoE" is, "LLM" or "Transformer" is not.
 SUBJECT_MAX_ABSTRACTS = 5
 SUBJECT_MAX_SHARE = 0.02
+_ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{2,}\b")
 # A name at most this many abstracts have is near-unique: "DReSD", not "BRCA1".
 UNIQUE_SUBJECT_MAX_ABSTRACTS = 2
 
 
-def subject_terms(question: str, bm25: Bm25Index) -> dict[str, list[str]]:
+def subject_terms(question: str, bm25: Bm25Index, store: ChromaStore | None = None) -> dict[str, list[str]]:
     """The question's named terms (lower-case) that only a few indexed abstracts contain,
     each with the ids of those abstracts. A name no abstract contains is left out: it may be
-    spelled differently in the index."""
+    spelled differently in the index.
+
+    BM25 is case-blind, so an acronym that is also a word ("LIMIT": 54 of the sample's 330
+    abstracts say "limit") looks common. Given the ``store``, such an acronym is counted
+    again case-sensitively, and kept as written when it is rare that way.
+    """
     limit = max(SUBJECT_MAX_ABSTRACTS, SUBJECT_MAX_SHARE * len(bm25.ids))
     found = {term: bm25.containing(term) for term in named_terms(question)}
-    return {term: ids for term, ids in found.items() if 0 < len(ids) <= limit}
+    terms = {term: ids for term, ids in found.items() if 0 < len(ids) <= limit}
+    if store is not None:
+        for acronym in dict.fromkeys(_ACRONYM.findall(question)):
+            if len(found.get(acronym.lower(), [])) > limit:
+                ids = store.abstracts_with(acronym, int(limit) + 1)
+                if 0 < len(ids) <= limit:
+                    terms[acronym] = ids
+    return terms
 
 
-def subject_abstracts(question: str, bm25: Bm25Index) -> set[str]:
-    """The ids of the abstracts that contain one of the question's subject terms."""
-    return {i for ids in subject_terms(question, bm25).values() for i in ids}
-
-
-def subject_bonuses(question: str, bm25: Bm25Index, weight: float, unique_weight: float) -> dict[str, float]:
+def subject_bonuses(
+    question: str, bm25: Bm25Index, weight: float, unique_weight: float, store: ChromaStore | None = None
+) -> dict[str, float]:
     """Abstract id → its bonus for containing the question's subject: ``weight``, or
     ``unique_weight`` if larger when at most ``UNIQUE_SUBJECT_MAX_ABSTRACTS`` abstracts
     have that name (the question is then almost surely about them)."""
     bonuses: dict[str, float] = {}
-    for ids in subject_terms(question, bm25).values():
+    for ids in subject_terms(question, bm25, store).values():
         bonus = max(weight, unique_weight) if len(ids) <= UNIQUE_SUBJECT_MAX_ABSTRACTS else weight
         for abstract_id in ids:
             bonuses[abstract_id] = max(bonuses.get(abstract_id, 0.0), bonus)
@@ -215,7 +225,9 @@ class HybridRetriever:
         lexical = self.lexical(question, depth, filters)
         ranked = fuse({i: s for i, (s, _) in dense.items()}, lexical, self.settings.lexical_weight)
         settings = self.settings
-        bonuses = subject_bonuses(question, self.bm25, settings.subject_weight, settings.unique_subject_weight)
+        bonuses = subject_bonuses(
+            question, self.bm25, settings.subject_weight, settings.unique_subject_weight, self.store
+        )
         ranked = with_subject_bonus(ranked, bonuses)
         top = ranked[: k + 10]  # a few spare in case some are still pending
         abstracts = self.store.get_abstracts([i for i, _ in top])

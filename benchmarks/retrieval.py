@@ -65,7 +65,9 @@ def scifact_run(assistant: Assistant, queries: dict[str, str], fusion: Fusion | 
         if fusion:
             ranked = fusion(dense, lexical)
         else:
-            bonuses = subject_bonuses(text, assistant.bm25, settings.subject_weight, settings.unique_subject_weight)
+            bonuses = subject_bonuses(
+                text, assistant.bm25, settings.subject_weight, settings.unique_subject_weight, assistant.store
+            )
             ranked = with_subject_bonus(fuse(dense, lexical, settings.lexical_weight), bonuses)
         ranked = ranked[:100]
         run[query_id] = {doc: float(len(ranked) - rank) for rank, (doc, _) in enumerate(ranked)}

@@ -163,6 +163,16 @@ def test_a_paper_named_in_the_question_is_ranked_among_the_sources(sample_index:
     assert rank <= sample_index.settings.top_k < next(h.rank for h in plain if "we introduce Time-MoE" in h.abstract.text)
 
 
+def test_an_acronym_that_is_also_a_word_is_counted_case_sensitively(sample_index: Assistant) -> None:
+    question = "What datasets does the LIMIT paper introduce?"
+    # case-blind BM25 finds "limit" in 54 abstracts: no subject without the store's exact count
+    assert subject_terms(question, sample_index.bm25) == {}
+    terms = subject_terms(question, sample_index.bm25, sample_index.store)
+    assert list(terms) == ["LIMIT"] and len(terms["LIMIT"]) == 1
+    top = sample_index.search(question, k=1)[0]
+    assert top.abstract.id == terms["LIMIT"][0] and "LIMIT" in top.abstract.text
+
+
 def test_a_question_about_a_near_unique_name_ranks_its_abstract_first(sample_index: Assistant) -> None:
     question = "What gains does DReSD report?"
     # in 330 abstracts "gains" and "report" outweigh the one abstract holding "DReSD" (4th with the 0.15 bonus alone)

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 from assistant import prompts
 from assistant.answer import citations, context
 from assistant.answer.generators import Generator, Usage
-from assistant.retrieval import SearchFilters, subject_abstracts, subject_terms
+from assistant.retrieval import SearchFilters, subject_terms
 from assistant.types import Answer, Hit
 
 if TYPE_CHECKING:
@@ -78,8 +78,8 @@ def stream_answer(
     hits = assistant.search(query, k=k or settings.top_k, filters=filters)
     timings = {"retrieve": time.perf_counter() - started}
     generator: Generator = assistant.generator
-    subject = subject_terms(query, assistant.bm25)
-    named = subject_abstracts(query, assistant.bm25)
+    subject = subject_terms(query, assistant.bm25, assistant.store)
+    named = {i for ids in subject.values() for i in ids}
     if not hits or (hits[0].relevance < settings.min_relevance and hits[0].abstract.id not in named):
         timings["total"] = time.perf_counter() - started
         yield _abstention(query, hits, "low_relevance", generator.model_name, timings=timings)
@@ -112,8 +112,8 @@ def stream_answer(
         reason = "model_declined" if DECLINE.search(raw) else "unsupported"
         yield _abstention(query, shown, reason, generator.model_name, **fields)
         return
-    cited = " ".join(f"{c.abstract.title} {c.abstract.text}".lower() for c in checked.citations)
-    if subject and not any(term in cited for term in subject):
+    cited = " ".join(f"{c.abstract.title} {c.abstract.text}" for c in checked.citations)
+    if subject and not any(term in (cited.lower() if term.islower() else cited) for term in subject):
         yield _abstention(query, shown, "subject_not_cited", generator.model_name, **fields)
         return
     yield Answer(
