@@ -219,12 +219,12 @@ class HybridRetriever:
 
     def search(self, question: str, k: int, filters: SearchFilters | None = None) -> list[Hit]:
         """The ``k`` best abstracts for the question."""
-        depth = max(k, self.settings.fusion_depth)
+        settings = self.settings
+        depth = max(k, settings.fusion_depth)
         vector = self.embedder.embed([question])[0]
         dense = self._nearest(vector, depth, filters)
         lexical = self.lexical(question, depth, filters)
-        ranked = fuse({i: s for i, (s, _) in dense.items()}, lexical, self.settings.lexical_weight)
-        settings = self.settings
+        ranked = fuse({i: s for i, (s, _) in dense.items()}, lexical, settings.lexical_weight)
         bonuses = subject_bonuses(
             question, self.bm25, settings.subject_weight, settings.unique_subject_weight, self.store
         )

@@ -7,15 +7,17 @@ Rewrites: each case of ``benchmarks/followups.jsonl`` (one earlier turn, a follo
 the name the standalone question must contain, or null when the follow-up stands alone)
 goes through the ``condense`` prompt. A rewrite is right when it has that name and keeps
 every content word of the follow-up other than the words that refer back ("it", "them");
-a synonym counts as a miss ("biggest" rewritten "largest"), so the figure is strict. The prompt's examples were written with these cases in view,
-so they are a check, not a held-out measure.
+a synonym counts as a miss ("biggest" rewritten "largest"), so the figure is strict. The
+prompt's examples were written with these cases in view, so they are a check, not a
+held-out measure.
 
-Latency: each follow-up turn first rewrites the question (the ``condense`` prompt), then answers it
-(the ``answer`` prompt). Without a prompt cache the rewrite evicts the answer prompt's fixed
-instructions from the model's KV cache, and they are read again on every turn. The scripted
-conversations run twice, alternating cache on and off per conversation so that machine
-noise hits both alike; the table gives medians over the follow-up turns. Uses the index in
-DIR (built from the bundled corpus if missing). Never part of the test run.
+Latency: each follow-up turn first rewrites the question (the ``condense`` prompt), then
+answers it (the ``answer`` prompt). Without a prompt cache the rewrite evicts the answer
+prompt's fixed instructions from the model's KV cache, and they are read again on every
+turn. The scripted conversations run twice, alternating cache on and off per conversation
+so that machine noise hits both alike; the table gives medians over the follow-up turns.
+Uses the index in DIR (the bundled corpus is indexed into it on the first question if it
+is empty). Never part of the test run.
 """
 
 from __future__ import annotations
@@ -29,7 +31,6 @@ from pathlib import Path
 
 from assistant import Answer, Assistant
 from assistant.answer.pipeline import condense
-from assistant.settings import BUNDLED_CORPUS
 from assistant.words import content_words
 
 FOLLOW_UPS = Path(__file__).with_name("followups.jsonl")
@@ -92,9 +93,7 @@ def main() -> None:
     parser.add_argument("--data-dir", help="index of the bundled corpus (built if missing)")
     parser.add_argument("--skip-latency", action="store_true", help="only check the rewrites")
     args = parser.parse_args()
-    assistant = Assistant(data_dir=args.data_dir or tempfile.mkdtemp(prefix="chat-bench-"))
-    if assistant.stats()["abstracts"] == 0:
-        assistant.ingest([BUNDLED_CORPUS], progress=False)
+    assistant = Assistant(data_dir=args.data_dir or tempfile.mkdtemp(prefix="chat-bench-"), auto_ingest=True)
     rewrite_check(assistant)
     if args.skip_latency:
         return
