@@ -98,6 +98,11 @@ def _abstract_from(record_id: str, metadata: dict[str, Any]) -> Abstract:
     )
 
 
+def _abstract_id(chunk_id: str) -> str:
+    """The abstract a chunk belongs to: chunk ids are ``<abstract id>#<n>`` (`chunking.chunk`)."""
+    return chunk_id.rsplit("#", 1)[0]
+
+
 class ChromaStore:
     """Chunk vectors and the abstract ledger of one index."""
 
@@ -284,7 +289,7 @@ class ChromaStore:
             query_embeddings=[vector], n_results=n, where=where or None, include=["distances"]
         )
         return [
-            (chunk_id, chunk_id.rsplit("#", 1)[0], 1.0 - float(distance))
+            (chunk_id, _abstract_id(chunk_id), 1.0 - float(distance))
             for chunk_id, distance in zip(result["ids"][0], result["distances"][0], strict=True)
         ]
 
@@ -299,7 +304,7 @@ class ChromaStore:
         for chunk_id, embedding in zip(got["ids"], got["embeddings"], strict=True):
             embedding = np.asarray(embedding, dtype=np.float64)
             cosine = float(embedding @ query / np.linalg.norm(embedding))
-            abstract_id = chunk_id.rsplit("#", 1)[0]
+            abstract_id = _abstract_id(chunk_id)
             if cosine > best.get(abstract_id, (-2.0, ""))[0]:
                 best[abstract_id] = (cosine, chunk_id)
         return best
@@ -309,7 +314,7 @@ class ChromaStore:
         filter). Reads at most ``8 * limit`` chunks: enough to tell a rare name from a common
         one, not a full count."""
         got = self.chunks.get(where_document={"$contains": text}, include=[], limit=8 * limit)
-        return list(dict.fromkeys(chunk_id.rsplit("#", 1)[0] for chunk_id in got["ids"]))
+        return list(dict.fromkeys(_abstract_id(chunk_id) for chunk_id in got["ids"]))
 
     def chunk_texts(self, ids: list[str]) -> dict[str, str]:
         """Chunk texts by chunk id."""
