@@ -76,7 +76,9 @@ class Assistant:
     def bm25(self) -> Bm25Index:
         """The lexical index, saved beside the Chroma data (one per collection)."""
         s = self.settings
-        return Bm25Index(s.data_dir / "bm25" / s.collection, s.bm25_k1, s.bm25_b, s.bm25_title_weight)
+        return Bm25Index(
+            s.data_dir / "bm25" / s.collection, s.bm25_k1, s.bm25_b, s.bm25_title_weight, s.phrase_weight > 0
+        )
 
     @cached_property
     def retriever(self) -> HybridRetriever:

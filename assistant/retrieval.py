@@ -2,7 +2,8 @@
 
 1. Dense: the question is embedded once; Chroma returns the nearest chunks; each
    abstract scores as its best chunk, and that chunk is its passage.
-2. Lexical: BM25 over whole abstracts (stemmed, stop words removed).
+2. Lexical: BM25 over whole abstracts (stemmed, stop words removed), and BM25 over their
+   adjacent word pairs (phrases, weight ``phrase_weight``; `assistant.index.bm25`).
 3. Fusion: distribution-based score fusion, the formula of llama-index's
    ``QueryFusionRetriever`` in ``dist_based_score`` mode: each side's scores over its top
    ``fusion_depth`` results are scaled linearly so that mean ± 3 standard deviations maps
@@ -119,9 +120,19 @@ def fuse_weighted(signals: list[tuple[dict[str, float], float]]) -> list[tuple[s
     return sorted(fused.items(), key=lambda item: (-item[1], item[0]))
 
 
-def fuse(dense: dict[str, float], lexical: dict[str, float], lexical_weight: float) -> list[tuple[str, float]]:
-    """Distribution-based fusion of the dense and the lexical side, best first."""
-    return fuse_weighted([(dense, 1.0 - lexical_weight), (lexical, lexical_weight)])
+def fuse(
+    dense: dict[str, float],
+    lexical: dict[str, float],
+    lexical_weight: float,
+    phrases: dict[str, float] | None = None,
+    phrase_weight: float = 0.0,
+) -> list[tuple[str, float]]:
+    """Distribution-based fusion of the dense and the lexical side, and the phrase side
+    with ``phrase_weight`` (dense and lexical share the rest by ``lexical_weight``), best
+    first."""
+    rest = 1.0 - phrase_weight
+    signals = [(dense, rest * (1.0 - lexical_weight)), (lexical, rest * lexical_weight)]
+    return fuse_weighted([*signals, (phrases or {}, phrase_weight)])
 
 
 # A named term of the question is its subject when at most this many abstracts contain it
@@ -195,6 +206,16 @@ def relevance(dense: float | None, lexical: float | None, coverage: float = 0.0)
     return 0.5 * dense_part + 0.5 * lexical_part
 
 
+@dataclass
+class Ranking:
+    """One question's fused ranking (subject bonus included) and the sides it came from."""
+
+    ranked: list[tuple[str, float]]  # (abstract id, fused score), best first
+    dense: dict[str, tuple[float, str]]  # abstract id -> (best chunk cosine, that chunk's id)
+    lexical: dict[str, float]  # abstract id -> BM25 score
+    vector: np.ndarray  # the question's embedding
+
+
 class HybridRetriever:
     """Dense + BM25 search over one index, fused and aggregated to abstracts."""
 
@@ -217,19 +238,27 @@ class HybridRetriever:
         """Abstract id → BM25 score, for the top ``depth`` abstracts."""
         return dict(self.bm25.search(question, depth, filters.mask(self.bm25) if filters else None))
 
-    def search(self, question: str, k: int, filters: SearchFilters | None = None) -> list[Hit]:
-        """The ``k`` best abstracts for the question."""
+    def rank(self, question: str, depth: int, filters: SearchFilters | None = None) -> Ranking:
+        """Every side's top ``depth`` abstracts, fused, with the subject bonus added."""
         settings = self.settings
-        depth = max(k, settings.fusion_depth)
         vector = self.embedder.embed([question])[0]
         dense = self._nearest(vector, depth, filters)
-        lexical = self.lexical(question, depth, filters)
-        ranked = fuse({i: s for i, (s, _) in dense.items()}, lexical, settings.lexical_weight)
+        mask = filters.mask(self.bm25) if filters else None
+        lexical = dict(self.bm25.search(question, depth, mask))
+        phrases = dict(self.bm25.search_phrases(question, depth, mask)) if settings.phrase_weight else {}
+        ranked = fuse(
+            {i: s for i, (s, _) in dense.items()}, lexical, settings.lexical_weight, phrases, settings.phrase_weight
+        )
         bonuses = subject_bonuses(
             question, self.bm25, settings.subject_weight, settings.unique_subject_weight, self.store
         )
-        ranked = with_subject_bonus(ranked, bonuses)
-        top = ranked[: k + 10]  # a few spare in case some are still pending
+        return Ranking(with_subject_bonus(ranked, bonuses), dense, lexical, vector)
+
+    def search(self, question: str, k: int, filters: SearchFilters | None = None) -> list[Hit]:
+        """The ``k`` best abstracts for the question."""
+        ranking = self.rank(question, max(k, self.settings.fusion_depth), filters)
+        dense, lexical, vector = ranking.dense, ranking.lexical, ranking.vector
+        top = ranking.ranked[: k + 10]  # a few spare in case some are still pending
         abstracts = self.store.get_abstracts([i for i, _ in top])
         top = [(i, score) for i, score in top if i in abstracts][:k]
         dense.update(self.store.best_chunks(vector, [i for i, _ in top if i not in dense]))

