@@ -205,10 +205,10 @@ def main() -> None:
     subject_index = Bm25Index(work / "bm25", k1, b, settings.bm25_title_weight, phrases=False)
     subject_index.build(abstracts)
 
-    def with_subject(weight: float, unique_weight: float = 0.0, phrase_weight: float = 0.0
-                     ) -> Callable[[int], list[tuple[str, float]]]:
-        rest = (1 - phrase_weight) / 2
-        hybrid = fused((dense, rest), (lexical, rest), (phrases, phrase_weight))
+    def with_subject(weight: float, unique_weight: float = 0.0, phrase_weight: float = 0.0,
+                     sentence_weight: float = 0.0) -> Callable[[int], list[tuple[str, float]]]:
+        rest = (1 - phrase_weight - sentence_weight) / 2
+        hybrid = fused((dense, rest), (lexical, rest), (phrases, phrase_weight), (best["sentences"], sentence_weight))
         bonuses = [subject_bonuses(text, subject_index, weight, unique_weight) for text in query_texts]
         return lambda n: with_subject_bonus(hybrid(n), bonuses[n])
 
@@ -216,6 +216,8 @@ def main() -> None:
         ("hybrid: chunks 0.5 + BM25 (Lucene) 0.5, no subject bonus", fused((dense, half), (lexical, half))),
         ("product hybrid: chunks 0.45 + BM25 0.45 + phrases 0.1, subject bonus 0.15 / 0.5",
          with_subject(0.15, 0.5, 0.1)),
+        *[(f"product hybrid + best sentence {w} (sentences embedded on their own)",
+           with_subject(0.15, 0.5, 0.1, w)) for w in (0.15, 0.2, 0.25)],
         ("hybrid + subject bonus 0.15, 0.5 for a near-unique name (no phrases)", with_subject(0.15, 0.5)),
         *[(f"hybrid + subject bonus {w}", with_subject(w)) for w in (0.05, 0.1, 0.15, 0.2, 0.3, 0.5)],
         *[(f"hybrid + subject bonus 0.15, near-unique name {w}", with_subject(0.15, w)) for w in (0.3, 0.4, 0.7, 1.0)],

