@@ -152,6 +152,15 @@ def test_a_restatement_that_only_says_where_it_is_written_is_no_answer() -> None
     assert result.supported_claims == 0 and result.citations == []
 
 
+def test_a_sentence_about_the_sources_themselves_gets_no_citation() -> None:
+    # every content word of the filler occurs in the second source, so overlap alone would cite it
+    vague = "This phenomenon is studied, and specific details are provided for each setting."
+    answer = "Pangu Ultra has 135 billion parameters [1]. Sources provide specific details on this phenomenon [2]."
+    result = attribute(answer, _sources(PANGU, vague), question="How many parameters does Pangu Ultra have?")
+    assert [c.abstract.id for c in result.citations] == ["a1"] and result.supported_claims == 1
+    assert result.text.endswith("Sources provide specific details on this phenomenon.") and result.unsupported == []
+
+
 def test_a_yes_or_no_about_a_named_thing_is_an_answer_and_verified() -> None:
     question = "Is Pangu Ultra trained on Ascend NPUs?"
     result = attribute("Yes, Pangu Ultra is trained on Ascend NPUs.", _sources(NFNET, PANGU), question=question)

@@ -13,8 +13,9 @@
    (those retrieval ranks close to the best) may be cited: a claim that a weaker source
    supports best, and that the model did not cite a citable source for, is set aside
    (left out of the answer) as drawn from a source off the question. A claim that only
-   restates the question (no content word of its own, or only words that say where
-   something is written: "X is described in [1]") is left as it is, uncited, and does not
+   restates the question (no content word of its own, or only words that say where or
+   that something is written: "X is described in [1]", "Sources provide specific details on
+   this phenomenon [2]") is left as it is, uncited, and does not
    count as an answer. A yes/no verdict about a named thing ("Yes, Time-MoE uses a
    mixture-of-experts design") is an answer, though, and verified like any claim.
 4. Renumber the cited sources by first use: [1] is the first source the answer cites.
@@ -40,9 +41,13 @@ _MARKER = re.compile(r"\s*\[(\s*\d+\s*(?:(?:[,;–-]|and)\s*\d+\s*)*)\]")
 _RANGE = re.compile(r"(\d+)\s*[–-]\s*(\d+)")
 _LINKING = {"by", "in", "from", "of", "see", "and"}
 _NAMING = _LINKING | {"source", "sources", "study", "work", "paper", "papers"}
-# Verbs that say where something is written, not what: "The authors of X are described in [1]"
-# adds nothing to "Who are the authors of X?".
-_REPORTING = content_words("described mentioned discussed provided stated given listed detailed explained outlined addressed")
+# Words that say where or that something is written, not what: "The authors of X are described
+# in [1]" adds nothing to "Who are the authors of X?", and "Sources provide specific details on
+# this phenomenon [2]" nothing to any question.
+_REPORTING = content_words(
+    "described mentioned discussed provided stated given listed detailed explained outlined addressed "
+    "specific information phenomenon topic"
+)
 _YES_NO = re.compile(r"\s*(?:yes|no)\b", re.IGNORECASE)
 
 
