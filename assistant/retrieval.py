@@ -38,10 +38,11 @@ import numpy as np
 
 from assistant.corpus.display import sentences
 from assistant.index.bm25 import Bm25Index
+from assistant.index.chunking import chunk
 from assistant.index.embedders import Embedder
 from assistant.index.store import ChromaStore
 from assistant.settings import Settings
-from assistant.types import Abstract, Hit
+from assistant.types import Abstract, Chunk, Hit
 from assistant.words import named_terms
 
 CHUNKS_PER_ABSTRACT = 3
@@ -238,6 +239,10 @@ class HybridRetriever:
         """Abstract id → BM25 score, for the top ``depth`` abstracts."""
         return dict(self.bm25.search(question, depth, filters.mask(self.bm25) if filters else None))
 
+    def _chunks(self, abstract: Abstract) -> list[Chunk]:
+        """The abstract's chunks as ingest made them (chunk ids are deterministic)."""
+        return chunk(abstract, self.settings.chunk_size, self.settings.chunk_overlap)
+
     def rank(self, question: str, depth: int, filters: SearchFilters | None = None) -> Ranking:
         """Every side's top ``depth`` abstracts, fused, with the subject bonus added."""
         settings = self.settings
@@ -261,7 +266,8 @@ class HybridRetriever:
         top = ranking.ranked[: k + 10]  # a few spare in case some are still pending
         abstracts = self.store.get_abstracts([i for i, _ in top])
         top = [(i, score) for i, score in top if i in abstracts][:k]
-        dense.update(self.store.best_chunks(vector, [i for i, _ in top if i not in dense]))
+        unreached = [abstracts[i] for i, _ in top if i not in dense]
+        dense.update(self.store.best_chunks(vector, [c.id for a in unreached for c in self._chunks(a)]))
         passages = self.store.chunk_texts([dense[i][1] for i, _ in top if i in dense])
         coverage = self.bm25.coverage(question, [i for i, _ in top])
         hits = []

@@ -293,12 +293,13 @@ class ChromaStore:
             for chunk_id, distance in zip(result["ids"][0], result["distances"][0], strict=True)
         ]
 
-    def best_chunks(self, vector: np.ndarray, abstract_ids: list[str]) -> dict[str, tuple[float, str]]:
-        """For these abstracts, (cosine similarity, chunk id) of their chunk nearest to
-        ``vector``: the dense score of an abstract that a nearest-chunk query did not reach."""
-        if not abstract_ids:
+    def best_chunks(self, vector: np.ndarray, chunk_ids: list[str]) -> dict[str, tuple[float, str]]:
+        """Per abstract, (cosine similarity, chunk id) of the one of these chunks nearest to
+        ``vector``: the dense score of an abstract that a nearest-chunk query did not reach.
+        Read by id: a ``where`` on the abstract id scans every chunk (300 ms at 2.7M chunks)."""
+        if not chunk_ids:
             return {}
-        got = self.chunks.get(where={"abstract_id": {"$in": abstract_ids}}, include=["embeddings"])
+        got = self.chunks.get(ids=chunk_ids, include=["embeddings"])
         best: dict[str, tuple[float, str]] = {}
         query = vector / np.linalg.norm(vector)
         for chunk_id, embedding in zip(got["ids"], got["embeddings"], strict=True):
