@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from assistant.corpus.display import sentences
-from assistant.index.bm25 import Bm25Index
+from assistant.index.bm25 import ACRONYM, Bm25Index
 from assistant.index.chunking import chunk
 from assistant.index.embedders import Embedder
 from assistant.index.store import ChromaStore
@@ -140,40 +140,33 @@ def fuse(
 # (or this share of the index, if larger): "Time-MoE" is, "LLM" or "Transformer" is not.
 SUBJECT_MAX_ABSTRACTS = 5
 SUBJECT_MAX_SHARE = 0.02
-_ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{2,}\b")
 # A name at most this many abstracts have is near-unique: "DReSD", not "BRCA1".
 UNIQUE_SUBJECT_MAX_ABSTRACTS = 2
 
 
-def subject_terms(question: str, bm25: Bm25Index, store: ChromaStore | None = None) -> dict[str, list[str]]:
+def subject_terms(question: str, bm25: Bm25Index) -> dict[str, list[str]]:
     """The question's named terms (lower-case) that only a few indexed abstracts contain,
     each with the ids of those abstracts. A name no abstract contains is left out: it may be
     spelled differently in the index.
 
     BM25 is case-blind, so an acronym that is also a word ("LIMIT": 54 of the sample's 330
-    abstracts say "limit") looks common. Given the ``store``, such an acronym is counted
-    again case-sensitively, and kept as written when it is rare that way.
+    abstracts say "limit") looks common. Such an acronym is counted again as written, and
+    kept as written when it is rare that way.
     """
-    limit = max(SUBJECT_MAX_ABSTRACTS, SUBJECT_MAX_SHARE * len(bm25.ids))
-    found = {term: bm25.containing(term) for term in named_terms(question)}
-    terms = {term: ids for term, ids in found.items() if 0 < len(ids) <= limit}
-    if store is not None:
-        for acronym in dict.fromkeys(_ACRONYM.findall(question)):
-            if len(found.get(acronym.lower(), [])) > limit:
-                ids = store.abstracts_with(acronym, int(limit) + 1)
-                if 0 < len(ids) <= limit:
-                    terms[acronym] = ids
+    limit = int(max(SUBJECT_MAX_ABSTRACTS, SUBJECT_MAX_SHARE * len(bm25.ids)))
+    terms = {term: ids for term in named_terms(question) if (ids := bm25.containing(term, limit))}
+    for acronym in dict.fromkeys(ACRONYM.findall(question)):
+        if acronym.lower() not in terms and (ids := bm25.with_acronym(acronym, limit)):
+            terms[acronym] = ids
     return terms
 
 
-def subject_bonuses(
-    question: str, bm25: Bm25Index, weight: float, unique_weight: float, store: ChromaStore | None = None
-) -> dict[str, float]:
+def subject_bonuses(question: str, bm25: Bm25Index, weight: float, unique_weight: float) -> dict[str, float]:
     """Abstract id → its bonus for containing the question's subject: ``weight``, or
     ``unique_weight`` if larger when at most ``UNIQUE_SUBJECT_MAX_ABSTRACTS`` abstracts
     have that name (the question is then almost surely about them)."""
     bonuses: dict[str, float] = {}
-    for ids in subject_terms(question, bm25, store).values():
+    for ids in subject_terms(question, bm25).values():
         bonus = max(weight, unique_weight) if len(ids) <= UNIQUE_SUBJECT_MAX_ABSTRACTS else weight
         for abstract_id in ids:
             bonuses[abstract_id] = max(bonuses.get(abstract_id, 0.0), bonus)
@@ -254,9 +247,7 @@ class HybridRetriever:
         ranked = fuse(
             {i: s for i, (s, _) in dense.items()}, lexical, settings.lexical_weight, phrases, settings.phrase_weight
         )
-        bonuses = subject_bonuses(
-            question, self.bm25, settings.subject_weight, settings.unique_subject_weight, self.store
-        )
+        bonuses = subject_bonuses(question, self.bm25, settings.subject_weight, settings.unique_subject_weight)
         return Ranking(with_subject_bonus(ranked, bonuses), dense, lexical, vector)
 
     def search(self, question: str, k: int, filters: SearchFilters | None = None) -> list[Hit]:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from assistant import Assistant
-from assistant.index.bm25 import PHRASE_BUCKETS, Bm25Index, phrase_terms
+from assistant.index.bm25 import PHRASE_BUCKETS, Bm25Index, phrase_terms, tokenize
 from assistant.types import Abstract
 
 
@@ -83,6 +83,38 @@ def test_containing_lists_the_abstracts_holding_every_token_of_a_name(tmp_path: 
     assert index.containing("Time-MoE") == ["t"]  # "time" is in 2, "moe" in 2, both only in "t"
     assert sorted(index.containing("time")) == ["s", "t"] and index.containing("unicorn") == []
     assert index.containing("the") == [], "stop words are no terms"
+    assert index.containing("time", limit=1) == [] and index.containing("Time-MoE", limit=1) == ["t"], "over the limit: none"
+
+
+def test_acronyms_are_kept_as_written_and_reloaded(tmp_path: Path) -> None:
+    texts = {
+        "b": "LIMIT is a benchmark of retrieval limits.",
+        "l": "We limit the context to 512 tokens; the LIMITS of PCR matter.",
+        "t": "A DNA test and the DNA repair pathway.",
+    }
+    index = Bm25Index(tmp_path / "bm25", k1=0.9, b=0.4, title_weight=1)
+    index.build([Abstract(id=i, text=t, title="BRCA1 in PCR" if i == "t" else "", source="x") for i, t in texts.items()])
+    assert sorted(index.containing("limit")) == ["b", "l"], "BM25 is case-blind and stems"
+    assert index.with_acronym("LIMIT") == ["b"], "a whole word, as written"
+    assert sorted(index.with_acronym("PCR")) == ["l", "t"] and index.with_acronym("BRCA1") == ["t"], "titles count"
+    assert index.with_acronym("PCR", limit=1) == [] and index.with_acronym("RNA") == []
+    reloaded = Bm25Index(tmp_path / "bm25", k1=0.9, b=0.4, title_weight=1)
+    assert reloaded.with_acronym("DNA") == ["t"] and sorted(reloaded.with_acronym("PCR")) == ["l", "t"]
+
+
+def test_search_ranks_like_bm25s_and_keeps_only_positive_scores(tmp_path: Path) -> None:
+    rng = np.random.default_rng(0)
+    words = [f"w{n}" for n in range(40)]
+    texts = {str(n): " ".join(rng.choice(words, size=12)) for n in range(300)}
+    index = Bm25Index(tmp_path / "bm25", k1=0.9, b=0.4, title_weight=1)
+    index.build([Abstract(id=i, text=t, title="", source="x", titled=False) for i, t in texts.items()])
+    query = "w1 w2 w3"
+    docs, scores = index.model.retrieve([tokenize([query])[0]], k=len(texts), show_progress=False)
+    expected = [(index.ids[int(d)], float(s)) for d, s in zip(docs[0], scores[0], strict=True) if s > 0]
+    got = index.search(query, 20)
+    assert [s for _, s in got] == pytest.approx([s for _, s in expected[:20]])
+    assert {i for i, _ in got} <= {i for i, s in expected if s >= expected[19][1]}
+    assert len(index.search(query, 1000)) == len(expected) < len(texts), "abstracts without a query word are left out"
 
 
 def test_phrase_terms_are_hashed_ordered_word_pairs() -> None:

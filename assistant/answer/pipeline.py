@@ -78,7 +78,7 @@ def stream_answer(
     hits = assistant.search(query, k=k or settings.top_k, filters=filters)
     timings = {"retrieve": time.perf_counter() - started}
     generator: Generator = assistant.generator
-    subject = subject_terms(query, assistant.bm25, assistant.store)
+    subject = subject_terms(query, assistant.bm25)
     named = {i for ids in subject.values() for i in ids}
     if not hits or (hits[0].relevance < settings.min_relevance and hits[0].abstract.id not in named):
         timings["total"] = time.perf_counter() - started

@@ -310,13 +310,6 @@ class ChromaStore:
                 best[abstract_id] = (cosine, chunk_id)
         return best
 
-    def abstracts_with(self, text: str, limit: int) -> list[str]:
-        """Ids of abstracts whose chunks contain ``text``, case-sensitive (Chroma's full-text
-        filter). Reads at most ``8 * limit`` chunks: enough to tell a rare name from a common
-        one, not a full count."""
-        got = self.chunks.get(where_document={"$contains": text}, include=[], limit=8 * limit)
-        return list(dict.fromkeys(_abstract_id(chunk_id) for chunk_id in got["ids"]))
-
     def chunk_texts(self, ids: list[str]) -> dict[str, str]:
         """Chunk texts by chunk id."""
         if not ids:
