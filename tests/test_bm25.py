@@ -20,6 +20,14 @@ def _write(path: Path, rows: list[dict]) -> Path:
     return path
 
 
+def _built(tmp_path: Path, texts: dict[str, str], titles: dict[str, str] | None = None) -> Bm25Index:
+    """A BM25 index over abstracts given as id → text (and id → title for titled ones)."""
+    titles = titles or {}
+    index = Bm25Index(tmp_path / "bm25", k1=0.9, b=0.4, title_weight=1)
+    index.build([Abstract(id=i, text=t, title=titles.get(i, ""), source="x", titled=i in titles) for i, t in texts.items()])
+    return index
+
+
 def test_bm25_follows_incremental_ingest_reset_and_restart(tmp_path: Path) -> None:
     first = _write(tmp_path / "a.jsonl", [{"id": "a1", "title": "Zeolite catalysts", "abstract": "Zeolite catalysts crack hydrocarbons at lower temperature than clays."}])
     second = _write(tmp_path / "b.jsonl", [{"id": "b1", "title": "Perovskite cells", "abstract": "Perovskite solar cells degrade under humidity unless encapsulated."}])
@@ -63,8 +71,7 @@ def test_coverage_is_the_share_of_the_question_terms_idf_an_abstract_contains(tm
         "s": "Sparse attention scales transformers to long inputs.",
         "m": "Graph attention for molecular graphs.",
     }
-    index = Bm25Index(tmp_path / "bm25", k1=0.9, b=0.4, title_weight=1)
-    index.build([Abstract(id=i, text=t, title="", source="x", titled=False) for i, t in texts.items()])
+    index = _built(tmp_path, texts)
 
     def idf(containing: int) -> float:  # Lucene's IDF over the 3 abstracts
         return math.log(1 + (3 - containing + 0.5) / (containing + 0.5))
@@ -78,8 +85,7 @@ def test_coverage_is_the_share_of_the_question_terms_idf_an_abstract_contains(tm
 
 def test_containing_lists_the_abstracts_holding_every_token_of_a_name(tmp_path: Path) -> None:
     texts = {"t": "Time-MoE scales time series models.", "m": "MoE layers route tokens.", "s": "Time series forecasting."}
-    index = Bm25Index(tmp_path / "bm25", k1=0.9, b=0.4, title_weight=1)
-    index.build([Abstract(id=i, text=t, title="", source="x", titled=False) for i, t in texts.items()])
+    index = _built(tmp_path, texts)
     assert index.containing("Time-MoE") == ["t"]  # "time" is in 2, "moe" in 2, both only in "t"
     assert sorted(index.containing("time")) == ["s", "t"] and index.containing("unicorn") == []
     assert index.containing("the") == [], "stop words are no terms"
@@ -92,8 +98,7 @@ def test_acronyms_are_kept_as_written_and_reloaded(tmp_path: Path) -> None:
         "l": "We limit the context to 512 tokens; the LIMITS of PCR matter.",
         "t": "A DNA test and the DNA repair pathway.",
     }
-    index = Bm25Index(tmp_path / "bm25", k1=0.9, b=0.4, title_weight=1)
-    index.build([Abstract(id=i, text=t, title="BRCA1 in PCR" if i == "t" else "", source="x") for i, t in texts.items()])
+    index = _built(tmp_path, texts, titles={"t": "BRCA1 in PCR"})
     assert sorted(index.containing("limit")) == ["b", "l"], "BM25 is case-blind and stems"
     assert index.with_acronym("LIMIT") == ["b"], "a whole word, as written"
     assert sorted(index.with_acronym("PCR")) == ["l", "t"] and index.with_acronym("BRCA1") == ["t"], "titles count"
@@ -106,8 +111,7 @@ def test_search_ranks_like_bm25s_and_keeps_only_positive_scores(tmp_path: Path) 
     rng = np.random.default_rng(0)
     words = [f"w{n}" for n in range(40)]
     texts = {str(n): " ".join(rng.choice(words, size=12)) for n in range(300)}
-    index = Bm25Index(tmp_path / "bm25", k1=0.9, b=0.4, title_weight=1)
-    index.build([Abstract(id=i, text=t, title="", source="x", titled=False) for i, t in texts.items()])
+    index = _built(tmp_path, texts)
     query = "w1 w2 w3"
     docs, scores = index.model.retrieve([tokenize([query])[0]], k=len(texts), show_progress=False)
     expected = [(index.ids[int(d)], float(s)) for d, s in zip(docs[0], scores[0], strict=True) if s > 0]
