@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from assistant.answer.citations import attribute, bare_citations, parse_marker, quote_sources, split_claims, support
+from assistant.answer.citations import (
+    attribute,
+    bare_citations,
+    echoed_citations,
+    parse_marker,
+    quote_sources,
+    split_claims,
+    support,
+)
 from assistant.answer.context import Source
 from assistant.types import Abstract, Hit
 
@@ -86,6 +94,16 @@ def test_a_bare_citation_answer_quotes_the_cited_sources() -> None:
                       "we propose depth-scaled sandwich normalization, which eliminates loss spikes [1].")
     result = attribute(quoted, sources)
     assert [c.abstract.id for c in result.citations] == ["a2", "a1"] and not result.unsupported
+
+
+def test_an_answer_that_only_echoes_the_question_is_treated_as_bare_citations() -> None:
+    question = "Which work found that one hidden unit of a character-level recurrent model tracks the tone of the text?"
+    echo = "The work by [2] found that one hidden unit in a recurrent model tracks the tone of the text."
+    assert echoed_citations(echo, question) == [2], "only the marker is new: it says which source answers"
+    assert echoed_citations("Yes [1]. The study [3] found this.", question) == [1, 3]
+    assert echoed_citations("A sentiment unit in an LSTM tracks the tone [2].", question) == [], "sentiment, LSTM are its own"
+    assert echoed_citations("One hidden unit tracks the tone of the text.", question) == [], "no marker, no source"
+    assert attribute(echo, _sources(PANGU, NFNET), question=question).supported_claims == 0, "not an answer as it stands"
 
 
 def test_claims_only_a_weakly_ranked_source_supports_are_set_aside() -> None:

@@ -21,8 +21,9 @@
 4. Renumber the cited sources by first use: [1] is the first source the answer cites.
 
 An answer of bare markers ("[1] [3]", typical of the small model for "which papers …"
-questions) keeps its citations: each cited source's sentence closest to the question is
-quoted instead (`quote_sources`), then verified like any answer.
+questions), or one that only restates the question around its markers ("The work by [1]
+found that …", `echoed_citations`), keeps its citations: each cited source's sentence
+closest to the question is quoted instead (`quote_sources`), then verified like any answer.
 """
 
 from __future__ import annotations
@@ -162,8 +163,7 @@ def attribute(answer: str, sources: list[Source], citable: set[int] | None = Non
     asked = frozenset(content_words(question))
     claims = split_claims(answer)
     for claim in claims:
-        words = content_words(claim.text)
-        if asked and words and words - _REPORTING <= asked and not _names_a_verdict(claim.text):
+        if _restates(claim.text, asked):
             claim.restates = True
             continue
         claim.support = {n: support(claim.text, s.hit.abstract.text) for n, s in by_number.items()}
@@ -216,6 +216,13 @@ def attribute(answer: str, sources: list[Source], citable: set[int] | None = Non
     )
 
 
+def _restates(claim: str, asked: frozenset[str]) -> bool:
+    """Whether a claim only repeats the question's content words (besides words that say
+    where or that something is written), and is not a yes/no verdict about a name."""
+    words = content_words(claim)
+    return bool(asked and words and words - _REPORTING <= asked and not _names_a_verdict(claim))
+
+
 def _names_a_verdict(claim: str) -> bool:
     """A yes/no answer about a named thing ("Yes, BLaIR outperforms existing methods"): it
     repeats the question's words but is an answer, verified like any claim. Without a name
@@ -229,6 +236,17 @@ def bare_citations(answer: str) -> list[int]:
     if re.sub(r"\bsources?\b|[\s:;,.]", "", _MARKER.sub("", answer), flags=re.IGNORECASE):
         return []
     return list(dict.fromkeys(n for m in _MARKER.finditer(answer) for n in parse_marker(m.group(1))))
+
+
+def echoed_citations(answer: str, question: str) -> list[int]:
+    """The source numbers of an answer that only restates the question around its markers
+    ("The work by [1] found that <the question's own words>"): like bare markers, it says
+    which source answers and nothing more. Empty if any claim says something of its own."""
+    asked = frozenset(content_words(question))
+    claims = split_claims(answer)
+    if not claims or not all(_restates(c.text, asked) or not content_words(c.text) for c in claims):
+        return []
+    return list(dict.fromkeys(n for c in claims for n in c.cited))
 
 
 def quote_sources(numbers: list[int], sources: list[Source], question: str) -> str:

@@ -102,7 +102,7 @@ def stream_answer(
     if not answer_text:
         yield _abstention(query, shown, "model_declined", generator.model_name, **fields)
         return
-    bare = citations.bare_citations(answer_text)
+    bare = citations.bare_citations(answer_text) or citations.echoed_citations(answer_text, query)
     if bare:
         answer_text = citations.quote_sources(bare, sources, query) or answer_text
     near_best = {hit.abstract.id for hit in _select(hits, settings.citation_score_ratio)}
