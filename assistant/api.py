@@ -101,8 +101,9 @@ class Assistant:
             stamp = self.store.change_stamp()
             if stamp == self._lexical_stamp:
                 return
-            if not self.bm25.covers(fingerprint(self.store.indexed_id_list())):
-                self.bm25.build(self.store.all_abstracts())
+            ids = self.store.indexed_id_list()
+            if not self.bm25.covers(fingerprint(ids)):
+                self.bm25.update(ids, lambda wanted: list(self.store.get_abstracts(wanted).values()))
             self._lexical_stamp = stamp
 
     def ingest(

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from assistant import Assistant
-from assistant.index.bm25 import PHRASE_BUCKETS, Bm25Index, phrase_terms, tokenize
+from assistant.index.bm25 import Bm25Index, phrase_terms, tokenize
+from assistant.index.bm25_arrays import PHRASE_BUCKETS
 from assistant.types import Abstract
 
 
@@ -124,7 +125,7 @@ def test_search_ranks_like_bm25s_and_keeps_only_positive_scores(tmp_path: Path) 
 def test_phrase_terms_are_hashed_ordered_word_pairs() -> None:
     pairs = phrase_terms(["gene", "express", "cell"])
     assert len(pairs) == 2 and pairs[0] != phrase_terms(["express", "gene"])[0], "order matters"
-    assert pairs == phrase_terms(["gene", "express", "cell"]), "stable across calls (and processes: crc32)"
+    assert pairs == phrase_terms(["gene", "express", "cell"]), "stable across calls (and processes: word CRC-32s)"
     assert all(int(term, 16) < PHRASE_BUCKETS for term in pairs)
     assert phrase_terms(["gene"]) == [] and phrase_terms([]) == []
 
@@ -156,3 +157,31 @@ def test_phrases_off_or_absent_build_no_phrase_index(tmp_path: Path) -> None:
     one_word = Bm25Index(tmp_path / "one", k1=0.9, b=0.4, title_weight=1)
     one_word.build([Abstract(id="w", text="Photosynthesis.", title="", source="x", titled=False)])
     assert one_word.search("photosynthesis", 5)[0][0] == "w" and one_word.search_phrases("photosynthesis rate", 5) == []
+
+
+def test_update_reads_only_new_abstracts_and_scores_like_a_full_build(tmp_path: Path) -> None:
+    records = {
+        "a": Abstract(id="a", text="Zeolite catalysts crack hydrocarbons; see LIMIT.", title="Zeolites", source="x", titled=True),
+        "b": Abstract(id="b", text="Perovskite solar cells degrade under humidity.", title="", source="y", year=2021),
+        "c": Abstract(id="c", text="Zeolite pores host perovskite nanocrystals; DNA too.", title="", source="y", year=2023),
+    }
+    asked: list[list[str]] = []
+
+    def read(ids: list[str]) -> list[Abstract]:
+        asked.append(sorted(ids))
+        return [records[i] for i in ids]
+
+    index = Bm25Index(tmp_path / "bm25", k1=0.9, b=0.4, title_weight=1)
+    index.update(["a", "b"], read)
+    index = Bm25Index(tmp_path / "bm25", k1=0.9, b=0.4, title_weight=1)  # reloaded from disk
+    index.update(["a", "b", "c"], read)
+    assert asked == [["a", "b"], ["c"]], "the second update reads and tokenizes only the new abstract"
+    full = _built(tmp_path / "full", {i: r.text for i, r in records.items()}, titles={"a": "Zeolites"})
+    for query in ("zeolite perovskite", "perovskite nanocrystals", "zeolite catalysts"):
+        assert index.search(query, 5) == pytest.approx(full.search(query, 5))
+        assert index.search_phrases(query, 5) == pytest.approx(full.search_phrases(query, 5))
+    assert index.with_acronym("LIMIT") == ["a"] and index.with_acronym("DNA") == ["c"]
+    assert index.years.tolist() == [0, 2021, 2023] and index.sources.tolist() == ["x", "y", "y"]
+    index.update(["b", "c"], read)
+    assert asked[-1] == ["b", "c"] and sorted(index.ids) == ["b", "c"], "a removed abstract means a full rebuild"
+    assert index.search("zeolite catalysts", 5)[0][0] == "c"

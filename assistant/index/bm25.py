@@ -3,18 +3,20 @@ and a second BM25 over the abstracts' adjacent word pairs (phrases).
 
 Phrases reward an abstract that says "gene expression" over one that says "gene" and
 "expression" far apart: SciFact train nDCG@10 through search() 0.7485 -> 0.7521 at fusion
-weight 0.1 (benchmarks/retrieval.py; exact scores 0.749 -> 0.754). Word pairs are hashed into ``PHRASE_BUCKETS`` terms, so the
-phrase vocabulary stays bounded at any corpus size (SciFact's 452,000 distinct pairs in
-4.2 million buckets: the same nDCG as unhashed pairs, within 0.0005).
+weight 0.1 (benchmarks/retrieval.py; exact scores 0.749 -> 0.754). Word pairs are hashed
+into 4.2 million buckets (`bm25_arrays.PHRASE_BUCKETS`), so the phrase vocabulary stays
+bounded at any corpus size (SciFact's 452,000 distinct pairs: the same nDCG as unhashed
+pairs, within 0.0005).
 
 Beside them it keeps the acronyms each abstract contains, case-sensitively: BM25 is
 case-blind, so "LIMIT" (a benchmark's name) counts as the common word "limit"; the
 retriever's subject detection asks this list instead.
 
 It is derived data: built from the abstracts committed in Chroma and saved under the data
-directory beside them, with the ids it covers. Whenever the saved copy does not cover
-exactly the committed abstracts (after an ingest, a reset, a crash, or a Chroma server
-that another machine filled), it is rebuilt from Chroma.
+directory beside them, with the ids it covers and their token ids (`bm25_arrays`).
+Whenever the saved copy does not cover exactly the committed abstracts, it is brought in
+step with Chroma: after an ingest only the new abstracts are read and tokenized; after a
+reset, a crash, or a Chroma server that another machine filled, all are.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ import json
 import math
 import re
 import shutil
-import zlib
 from array import array
+from collections.abc import Callable
 from pathlib import Path
 
 import bm25s
@@ -33,13 +35,15 @@ import numpy as np
 import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
 
+from assistant.index.bm25_arrays import ArrayBM25, TokenArrays, pair_buckets, word_hash
 from assistant.types import Abstract
 
 _STEMMER = Stemmer.Stemmer("english")
 _MANIFEST = "assistant.json"
 _PHRASES = "phrases"  # subfolder of the saved index holding the phrase BM25
 _ACRONYMS = "acronyms.npz"
-PHRASE_BUCKETS = 1 << 22
+_FORMAT = 2  # since phrase buckets hash word hashes and token ids are saved; older indexes are rebuilt
+_TOKENS = "tokens.npz"  # every indexed abstract's token ids, so that an update tokenizes only new ones
 ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{2,}\b")
 
 
@@ -65,24 +69,33 @@ def tokenize(texts: list[str], stopwords: str | list[str] = "en") -> list[list[s
     )
 
 
+def _corpus_tokens(texts: list[str]) -> bm25s.tokenization.Tokenized:
+    """`tokenize`, as ids with their vocabulary (what `TokenArrays.extended` takes)."""
+    return bm25s.tokenize(texts, stopwords="en", stemmer=_STEMMER, return_ids=True, show_progress=False)
+
+
 def phrase_terms(tokens: list[str]) -> list[str]:
-    """Adjacent pairs of BM25 tokens, each hashed into one of ``PHRASE_BUCKETS`` terms."""
-    return [
-        format(zlib.crc32(f"{first} {second}".encode()) % PHRASE_BUCKETS, "x")
-        for first, second in zip(tokens, tokens[1:])
-    ]
+    """Adjacent pairs of BM25 tokens, each hashed into one of 4.2 million terms (the
+    bucket `bm25_arrays.pair_buckets` gives it, as a hexadecimal string)."""
+    hashes = word_hash(tokens)
+    return [format(int(bucket), "x") for bucket in pair_buckets(hashes[:-1], hashes[1:])]
 
 
-def _acronym_postings(abstracts: list[Abstract]) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """The acronyms in the abstracts' titles and texts, and for each the sorted rows of the
-    abstracts holding it (CSR: ``rows[indptr[n]:indptr[n + 1]]`` for the n-th name)."""
-    vocabulary: dict[str, int] = {}
+def _acronym_postings(
+    acronyms: dict[str, np.ndarray], abstracts: list[Abstract], first_row: int
+) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The acronyms already listed (name → rows) and those in these abstracts' titles and
+    texts (rows from ``first_row`` on), as CSR: ``rows[indptr[n]:indptr[n + 1]]``, sorted,
+    for the n-th name."""
+    vocabulary = {name: n for n, name in enumerate(acronyms)}
     names, rows = array("q"), array("q")
-    for row, abstract in enumerate(abstracts):
+    for row, abstract in enumerate(abstracts, first_row):
         for name in set(ACRONYM.findall(f"{abstract.title}\n{abstract.text}")):
             names.append(vocabulary.setdefault(name, len(vocabulary)))
             rows.append(row)
-    name_ids, row_ids = np.frombuffer(names, dtype=np.int64), np.frombuffer(rows, dtype=np.int64)
+    listed = np.array([len(r) for r in acronyms.values()], dtype=np.int64)
+    name_ids = np.concatenate([np.repeat(np.arange(len(acronyms)), listed), np.frombuffer(names, dtype=np.int64)])
+    row_ids = np.concatenate([*acronyms.values(), np.frombuffer(rows, dtype=np.int64)]).astype(np.int64)
     order = np.lexsort((row_ids, name_ids))
     indptr = np.searchsorted(name_ids[order], np.arange(len(vocabulary) + 1))
     return list(vocabulary), indptr, row_ids[order].astype(np.int32)
@@ -103,7 +116,7 @@ class Bm25Index:
 
     def __init__(self, folder: Path, k1: float, b: float, title_weight: int, phrases: bool = True) -> None:
         self.folder = folder
-        self.params = {"k1": k1, "b": b, "title_weight": title_weight, "phrases": phrases}
+        self.params = {"k1": k1, "b": b, "title_weight": title_weight, "phrases": phrases, "format": _FORMAT}
         self.ids: list[str] = []
         self._rows: dict[str, int] = {}
         self.sources = np.array([], dtype=object)
@@ -143,35 +156,67 @@ class Bm25Index:
 
     def build(self, abstracts: list[Abstract]) -> None:
         """Index these abstracts and save, replacing the previous index."""
-        self.ids = [a.id for a in abstracts]
-        self._rows = {i: row for row, i in enumerate(self.ids)}
-        self.sources = np.array([a.source for a in abstracts], dtype=object)
-        self.years = np.array([a.year or 0 for a in abstracts], dtype=np.int32)
-        self.fingerprint = fingerprint(self.ids)
+        self._clear()
+        self._add(TokenArrays.empty(), abstracts)
+
+    def update(self, ids: list[str], read: Callable[[list[str]], list[Abstract]]) -> None:
+        """Index exactly the abstracts with these ids, ``read(ids)`` giving their records.
+
+        When the saved index holds some of them and no others (abstracts were added), only
+        the new ones are read and tokenized; otherwise (a reset, another machine's index) all
+        are. Either way the scores are those of a full build over all of them.
+        """
+        tokens = self._saved_tokens() if set(self.ids) <= set(ids) else None
+        if tokens is None:
+            self.build(read(ids))
+        else:
+            self._add(tokens, read([i for i in ids if i not in self._rows]))
+
+    def _saved_tokens(self) -> TokenArrays | None:
+        """The token ids of the indexed abstracts, if saved with this index."""
+        if self.model is None:
+            return None
+        try:
+            tokens = TokenArrays.load(self.folder / _TOKENS)
+        except (OSError, ValueError, KeyError):
+            return None
+        return tokens if len(tokens.lengths) == len(self.ids) else None
+
+    def _clear(self) -> None:
+        self.ids, self._rows, self.fingerprint = [], {}, ""
+        self.sources, self.years = np.array([], dtype=object), np.array([], dtype=np.int32)
         self.model = self.phrase_model = None
         self._acronyms = {}
-        if not abstracts:
+
+    def _add(self, tokens: TokenArrays, abstracts: list[Abstract]) -> None:
+        """Add these abstracts to the indexed ones (whose ``tokens`` these are) and save."""
+        first_row = len(self.ids)
+        self.ids = self.ids + [a.id for a in abstracts]
+        self._rows = {i: row for row, i in enumerate(self.ids)}
+        self.sources = np.concatenate([self.sources, np.array([a.source for a in abstracts], dtype=object)])
+        self.years = np.concatenate([self.years, np.array([a.year or 0 for a in abstracts], dtype=np.int32)])
+        self.fingerprint = fingerprint(self.ids)
+        self.model = self.phrase_model = None  # freed before the new matrices are built
+        if not self.ids:
             shutil.rmtree(self.folder, ignore_errors=True)
             return
         weight = self.params["title_weight"]
-        tokens = tokenize([" ".join([a.title] * weight * a.titled + [a.text]) for a in abstracts])
-        self.model = bm25s.BM25(k1=self.params["k1"], b=self.params["b"])
-        self.model.index(tokens, show_progress=False)
+        texts = [" ".join([a.title] * weight * a.titled + [a.text]) for a in abstracts]
+        tokens = tokens.extended(_corpus_tokens, texts)
         staging = self.folder.with_name(self.folder.name + ".new")
         shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        tokens.save(staging / _TOKENS)
+        self.model = ArrayBM25(k1=self.params["k1"], b=self.params["b"])
+        self.model.index_arrays(tokens)
         self.model.save(str(staging))
-        # Term ids, not strings: a string per pair occurrence took 2.5x the memory and time
-        # (100,000 abstracts: 1.4 GB and 19 s against 0.5 GB and 7 s).
-        vocabulary: dict[str, int] = {}
-        pairs = [
-            [vocabulary.setdefault(term, len(vocabulary)) for term in phrase_terms(t)]
-            for t in (tokens if self.params["phrases"] else [])
-        ]
-        if vocabulary:  # bm25s cannot index a corpus without a single term
-            self.phrase_model = bm25s.BM25(k1=self.params["k1"], b=self.params["b"])
-            self.phrase_model.index((pairs, vocabulary), show_progress=False)
+        pairs = tokens.pairs() if self.params["phrases"] else TokenArrays.empty()
+        del tokens
+        if pairs.vocabulary:  # bm25s cannot index a corpus without a single term
+            self.phrase_model = ArrayBM25(k1=self.params["k1"], b=self.params["b"])
+            self.phrase_model.index_arrays(pairs)
             self.phrase_model.save(str(staging / _PHRASES))
-        names, indptr, rows = _acronym_postings(abstracts)
+        names, indptr, rows = _acronym_postings(self._acronyms, abstracts, first_row)
         np.savez(staging / _ACRONYMS, names=np.array(names, dtype=str), indptr=indptr, rows=rows)
         self._acronyms = self._split(names, indptr, rows)
         manifest = {

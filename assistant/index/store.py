@@ -258,9 +258,10 @@ class ChromaStore:
 
     def _read(self, ids: list[str] | None = None) -> list[Abstract]:
         """Indexed abstracts (all, or these ids); pending ones are left out."""
-        pages = self._ledger_pages(["metadatas"]) if ids is None else [
-            self.abstracts.get(ids=ids, include=["metadatas"])
-        ]
+        pages = self._ledger_pages(["metadatas"]) if ids is None else (
+            self.abstracts.get(ids=ids[start : start + _PAGE], include=["metadatas"])
+            for start in range(0, len(ids), _PAGE)
+        )
         return [
             _abstract_from(i, metadata)
             for got in pages
