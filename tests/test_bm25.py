@@ -185,3 +185,23 @@ def test_update_reads_only_new_abstracts_and_scores_like_a_full_build(tmp_path: 
     index.update(["b", "c"], read)
     assert asked[-1] == ["b", "c"] and sorted(index.ids) == ["b", "c"], "a removed abstract means a full rebuild"
     assert index.search("zeolite catalysts", 5)[0][0] == "c"
+
+
+def test_update_takes_up_what_another_process_saved(tmp_path: Path) -> None:
+    records = {i: Abstract(id=i, text=f"Catalyst number {i} in zeolite pores.", title="", source="x") for i in "abcd"}
+    asked: list[list[str]] = []
+
+    def read(ids: list[str]) -> list[Abstract]:
+        asked.append(sorted(ids))
+        return [records[i] for i in ids]
+
+    writer = Bm25Index(tmp_path / "bm25", k1=0.9, b=0.4, title_weight=1)
+    writer.update(["a", "b"], read)
+    reader = Bm25Index(tmp_path / "bm25", k1=0.9, b=0.4, title_weight=1)
+    writer.update(["a", "b", "c"], read)
+    reader.update(["a", "b", "c"], read)
+    assert asked == [["a", "b"], ["c"]] and sorted(reader.ids) == ["a", "b", "c"], "loaded, not rebuilt"
+    writer.update(["a", "b", "c", "d"], read)
+    assert asked[-1] == ["d"] and reader.search("zeolite", 10) != writer.search("zeolite", 10)
+    reader.update(["a", "b", "c", "d"], read)
+    assert asked[-1] == ["d"] and len(asked) == 3 and reader.search("zeolite", 10) == writer.search("zeolite", 10)

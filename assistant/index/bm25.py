@@ -166,6 +166,9 @@ class Bm25Index:
         the new ones are read and tokenized; otherwise (a reset, another machine's index) all
         are. Either way the scores are those of a full build over all of them.
         """
+        self._load()  # another process may have brought the saved index in step already
+        if self.covers(fingerprint(ids)):
+            return
         tokens = self._saved_tokens() if set(self.ids) <= set(ids) else None
         if tokens is None:
             self.build(read(ids))
@@ -177,10 +180,12 @@ class Bm25Index:
         if self.model is None:
             return None
         try:
-            tokens = TokenArrays.load(self.folder / _TOKENS)
+            with np.load(self.folder / _TOKENS) as saved:
+                if str(saved["fingerprint"]) != self.fingerprint:  # replaced since it was loaded
+                    return None
+                return TokenArrays.from_arrays(saved)
         except (OSError, ValueError, KeyError):
             return None
-        return tokens if len(tokens.lengths) == len(self.ids) else None
 
     def _clear(self) -> None:
         self.ids, self._rows, self.fingerprint = [], {}, ""
@@ -206,7 +211,7 @@ class Bm25Index:
         staging = self.folder.with_name(self.folder.name + ".new")
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
-        tokens.save(staging / _TOKENS)
+        np.savez(staging / _TOKENS, fingerprint=np.array(self.fingerprint), **tokens.arrays())
         self.model = ArrayBM25(k1=self.params["k1"], b=self.params["b"])
         self.model.index_arrays(tokens)
         self.model.save(str(staging))

@@ -17,7 +17,6 @@ import itertools
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import bm25s
@@ -103,15 +102,15 @@ class TokenArrays:
         lengths = np.maximum(self.lengths - 1, 0).astype(np.int32)
         return TokenArrays([format(int(b), "x") for b in used], column[flat], lengths)
 
-    def save(self, path: Path) -> None:
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The arrays to save (`np.savez`); `from_arrays` reads them back."""
         vocabulary = np.frombuffer("\n".join(self.vocabulary).encode(), dtype=np.uint8)
-        np.savez(path, ids=self.ids, lengths=self.lengths, vocabulary=vocabulary)
+        return {"ids": self.ids, "lengths": self.lengths, "vocabulary": vocabulary}
 
     @classmethod
-    def load(cls, path: Path) -> TokenArrays:
-        with np.load(path) as saved:
-            text = saved["vocabulary"].tobytes().decode()
-            return cls(text.split("\n") if text else [], saved["ids"], saved["lengths"])
+    def from_arrays(cls, saved: Any) -> TokenArrays:
+        text = saved["vocabulary"].tobytes().decode()
+        return cls(text.split("\n") if text else [], saved["ids"], saved["lengths"])
 
 
 def score_matrix(tokens: TokenArrays, k1: float, b: float) -> dict[str, Any]:
