@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,7 +58,7 @@ class TokenArrays:
     def offsets(self) -> np.ndarray:
         return np.concatenate([[0], np.cumsum(self.lengths, dtype=np.int64)])
 
-    def extended(self, tokenize: Any, texts: list[str]) -> TokenArrays:
+    def extended(self, tokenize: Callable[[list[str]], Any], texts: list[str]) -> TokenArrays:
         """These documents followed by ``texts``, tokenized by ``tokenize(texts)`` (a
         `bm25s.tokenize` returning ids and its own vocabulary) a page at a time."""
         vocabulary = list(self.vocabulary)
