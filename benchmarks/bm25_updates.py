@@ -1,0 +1,96 @@
+"""What keeping BM25 in step with Chroma costs as the corpus grows: a full build, then an
+ingest's update that adds 100 abstracts.
+
+    python benchmarks/bm25_updates.py [--sizes 100000,1000000] [--scifact ../shared/data/scifact]
+                                      [--work DIR]
+
+The lexical index alone (`assistant.index.bm25.Bm25Index`, words, phrases and acronyms),
+on synthetic abstracts recombined from SciFact's sentences (`scale.write_corpus`), with no
+Chroma and no embedding: `scale.py` measures the whole ingest. Each step runs in its own
+process, so each peak RSS is its own; the abstracts are loaded before the clock starts, and
+the table gives the memory they took. The update holds and reads only the 100 new
+abstracts, as `Assistant.refresh_lexical` does after an ingest. Never part of the test run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from assistant import Abstract, corpus
+from assistant.index.bm25 import Bm25Index
+from assistant.settings import Settings
+from scale import write_corpus
+
+ROOT = Path(__file__).resolve().parent.parent
+ADDED = 100
+
+
+def _rss_gb() -> float:
+    return int(Path("/proc/self/statm").read_text().split()[1]) * 4096 / 1e9
+
+
+def step(name: str, size: int, work: Path) -> dict[str, float]:
+    """Build the index over the corpus ("build"), or add the 100 extra abstracts to it
+    ("update": in memory, only those and the ids of the others, as after an ingest)."""
+    if name == "build":
+        abstracts = [a for a in corpus.load([work / f"corpus-{size}.jsonl"]) if isinstance(a, Abstract)]
+    else:
+        with (work / f"corpus-{size}.jsonl").open() as lines:
+            indexed = [json.loads(line)["id"] for line in lines]
+        added = {a.id: a for a in corpus.load([work / f"extra-{size}.jsonl"]) if isinstance(a, Abstract)}
+    settings = Settings()
+    gc.collect()
+    loaded = _rss_gb()
+    started = time.perf_counter()
+    index = Bm25Index(work / f"bm25-{size}", settings.bm25_k1, settings.bm25_b, settings.bm25_title_weight)
+    if name == "build":
+        index.build(abstracts)
+    else:
+        index.update(indexed + list(added), lambda ids: [added[i] for i in ids])
+    return {
+        "seconds": time.perf_counter() - started,
+        "loaded_gb": loaded,
+        "peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sizes", default="100000,1000000")
+    parser.add_argument("--scifact", type=Path, default=ROOT.parent / "shared" / "data" / "scifact")
+    parser.add_argument("--work", type=Path, default=Path("/tmp/bm25-updates"))
+    parser.add_argument("--step", help=argparse.SUPPRESS)
+    parser.add_argument("--size", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.step:
+        print(json.dumps(step(args.step, args.size, args.work)))
+        return
+    args.work.mkdir(parents=True, exist_ok=True)
+    print("| abstracts | in memory before | full build | peak RSS | update, +100 | peak RSS |")
+    print("|---|---|---|---|---|---|")
+    for size in (int(s) for s in args.sizes.split(",")):
+        if not (args.work / f"corpus-{size}.jsonl").exists():
+            write_corpus(args.scifact, size, args.work / f"corpus-{size}.jsonl", seed=size)
+            write_corpus(args.scifact, ADDED, args.work / f"extra-{size}.jsonl", seed=size + 1, prefix="extra")
+        runs = {}
+        for name in ("build", "update"):
+            command = [sys.executable, __file__, "--step", name, "--size", str(size), "--work", str(args.work)]
+            output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+            runs[name] = json.loads(output.strip().splitlines()[-1])
+        build, update = runs["build"], runs["update"]
+        print(
+            f"| {size:,} | {build['loaded_gb']:.1f} GB | {build['seconds']:.1f} s | {build['peak_gb']:.1f} GB "
+            f"| {update['seconds']:.1f} s | {update['peak_gb']:.1f} GB |",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
