@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -159,18 +160,24 @@ def test_phrases_off_or_absent_build_no_phrase_index(tmp_path: Path) -> None:
     assert one_word.search("photosynthesis", 5)[0][0] == "w" and one_word.search_phrases("photosynthesis rate", 5) == []
 
 
-def test_update_reads_only_new_abstracts_and_scores_like_a_full_build(tmp_path: Path) -> None:
-    records = {
-        "a": Abstract(id="a", text="Zeolite catalysts crack hydrocarbons; see LIMIT.", title="Zeolites", source="x", titled=True),
-        "b": Abstract(id="b", text="Perovskite solar cells degrade under humidity.", title="", source="y", year=2021),
-        "c": Abstract(id="c", text="Zeolite pores host perovskite nanocrystals; DNA too.", title="", source="y", year=2023),
-    }
+def _reader(records: dict[str, Abstract]) -> tuple[Callable[[list[str]], list[Abstract]], list[list[str]]]:
+    """A `Bm25Index.update` reader of these records, and the list of the ids it was asked for."""
     asked: list[list[str]] = []
 
     def read(ids: list[str]) -> list[Abstract]:
         asked.append(sorted(ids))
         return [records[i] for i in ids]
 
+    return read, asked
+
+
+def test_update_reads_only_new_abstracts_and_scores_like_a_full_build(tmp_path: Path) -> None:
+    records = {
+        "a": Abstract(id="a", text="Zeolite catalysts crack hydrocarbons; see LIMIT.", title="Zeolites", source="x", titled=True),
+        "b": Abstract(id="b", text="Perovskite solar cells degrade under humidity.", title="", source="y", year=2021),
+        "c": Abstract(id="c", text="Zeolite pores host perovskite nanocrystals; DNA too.", title="", source="y", year=2023),
+    }
+    read, asked = _reader(records)
     index = Bm25Index(tmp_path / "bm25", k1=0.9, b=0.4, title_weight=1)
     index.update(["a", "b"], read)
     index = Bm25Index(tmp_path / "bm25", k1=0.9, b=0.4, title_weight=1)  # reloaded from disk
@@ -189,12 +196,7 @@ def test_update_reads_only_new_abstracts_and_scores_like_a_full_build(tmp_path: 
 
 def test_update_takes_up_what_another_process_saved(tmp_path: Path) -> None:
     records = {i: Abstract(id=i, text=f"Catalyst number {i} in zeolite pores.", title="", source="x") for i in "abcd"}
-    asked: list[list[str]] = []
-
-    def read(ids: list[str]) -> list[Abstract]:
-        asked.append(sorted(ids))
-        return [records[i] for i in ids]
-
+    read, asked = _reader(records)
     writer = Bm25Index(tmp_path / "bm25", k1=0.9, b=0.4, title_weight=1)
     writer.update(["a", "b"], read)
     reader = Bm25Index(tmp_path / "bm25", k1=0.9, b=0.4, title_weight=1)
