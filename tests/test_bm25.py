@@ -207,3 +207,16 @@ def test_update_takes_up_what_another_process_saved(tmp_path: Path) -> None:
     assert asked[-1] == ["d"] and reader.search("zeolite", 10) != writer.search("zeolite", 10)
     reader.update(["a", "b", "c", "d"], read)
     assert asked[-1] == ["d"] and len(asked) == 3 and reader.search("zeolite", 10) == writer.search("zeolite", 10)
+
+
+def test_abstracts_of_stop_words_only_are_indexed_without_terms(tmp_path: Path) -> None:
+    records = {
+        "s": Abstract(id="s", text="It is not that, and if it was, then it will be, as they are, to be, or not to be.", title="", source="x"),
+        "r": Abstract(id="r", text="Ribosome profiling of yeast under heat stress.", title="", source="x"),
+    }
+    read, _ = _reader(records)
+    index = Bm25Index(tmp_path / "bm25", k1=0.9, b=0.4, title_weight=1)
+    index.update(["s"], read)
+    assert index.ids == ["s"] and index.search("ribosome", 5) == [] and index.search("to be", 5) == []
+    index.update(["s", "r"], read)
+    assert [i for i, _ in index.search("ribosome yeast", 5)] == ["r"]

@@ -171,5 +171,7 @@ class ArrayBM25(bm25s.BM25):
         return score_matrix(corpus_token_ids, self.k1, self.b)
 
     def index_arrays(self, tokens: TokenArrays) -> None:
+        if not tokens.vocabulary:  # only stop words: bm25s needs one term, its own empty one
+            tokens = TokenArrays([""], tokens.ids, tokens.lengths)
         vocab = {term: i for i, term in enumerate(tokens.vocabulary)}
         self.index(_Corpus(tokens, vocab), show_progress=False)
