@@ -130,7 +130,8 @@ class Bm25Index:
     def _load(self) -> None:
         try:
             manifest = json.loads((self.folder / _MANIFEST).read_text())
-            if manifest["params"] != self.params or (self.model and manifest["fingerprint"] == self.fingerprint):
+            held = self.model is not None and manifest["fingerprint"] == self.fingerprint
+            if manifest["params"] != self.params or held:
                 return  # not ours, or what is loaded already
             model = bm25s.BM25.load(str(self.folder))
             phrase_folder = self.folder / _PHRASES
