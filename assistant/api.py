@@ -13,7 +13,7 @@ from typing import Any
 from assistant.answer import generators
 from assistant.answer.pipeline import Chat, final, stream_answer
 from assistant.index import embedders
-from assistant.index.bm25 import Bm25Index, fingerprint
+from assistant.index.bm25 import Bm25Index
 from assistant.index.ingest import ingest as run_ingest
 from assistant.index.store import ChromaStore
 from assistant.retrieval import HybridRetriever, SearchFilters
@@ -86,7 +86,7 @@ class Assistant:
         return HybridRetriever(self.store, self.embedder, self.bm25, self.settings)
 
     def refresh_lexical(self, force: bool = False) -> None:
-        """Rebuild BM25 when it does not cover exactly the committed abstracts.
+        """Bring BM25 in step when it does not cover exactly the committed abstracts.
 
         The ledger's generation token tells whether the index changed since the last check
         (here or in another process); only then are the ids compared. Reading it costs a
@@ -102,8 +102,7 @@ class Assistant:
             if stamp == self._lexical_stamp:
                 return
             ids = self.store.indexed_id_list()
-            if not self.bm25.covers(fingerprint(ids)):
-                self.bm25.update(ids, lambda wanted: list(self.store.get_abstracts(wanted).values()))
+            self.bm25.update(ids, lambda wanted: list(self.store.get_abstracts(wanted).values()))
             self._lexical_stamp = stamp
 
     def ingest(

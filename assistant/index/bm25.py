@@ -161,14 +161,18 @@ class Bm25Index:
         self._add(TokenArrays.empty(), abstracts)
 
     def update(self, ids: list[str], read: Callable[[list[str]], list[Abstract]]) -> None:
-        """Index exactly the abstracts with these ids, ``read(ids)`` giving their records.
+        """Index exactly the abstracts with these ids, ``read(ids)`` giving their records
+        (nothing to do when it already does).
 
         When the saved index holds some of them and no others (abstracts were added), only
         the new ones are read and tokenized; otherwise (a reset, another machine's index) all
         are. Either way the scores are those of a full build over all of them.
         """
+        wanted = fingerprint(ids)
+        if self.covers(wanted):
+            return
         self._load()  # another process may have brought the saved index in step already
-        if self.covers(fingerprint(ids)):
+        if self.covers(wanted):
             return
         tokens = self._saved_tokens() if set(self.ids) <= set(ids) else None
         if tokens is None:
@@ -178,8 +182,6 @@ class Bm25Index:
 
     def _saved_tokens(self) -> TokenArrays | None:
         """The token ids of the indexed abstracts, if saved with this index."""
-        if self.model is None:
-            return None
         try:
             with np.load(self.folder / _TOKENS) as saved:
                 if str(saved["fingerprint"]) != self.fingerprint:  # replaced since it was loaded
