@@ -102,7 +102,7 @@ class Assistant:
             if stamp == self._lexical_stamp:
                 return
             ids = self.store.indexed_id_list()
-            self.bm25.update(ids, lambda wanted: list(self.store.get_abstracts(wanted).values()))
+            self.bm25.update(ids, self.store.read_abstracts)
             self._lexical_stamp = stamp
 
     def ingest(

@@ -69,7 +69,7 @@ def gold_ids(assistant: Assistant, items: list[dict[str, Any]]) -> dict[str, set
     """Question id → ids of its gold abstracts in the index, matched by text prefix."""
     by_prefix: dict[str, set[str]] = defaultdict(set)
     prefixes = {normalize_text(g["prefix"]) for item in items for g in item.get("gold", [])}
-    for abstract in assistant.store.all_abstracts():
+    for abstract in assistant.store.read_abstracts():
         for prefix in prefixes:
             if abstract.text.startswith(prefix):
                 by_prefix[prefix].add(abstract.id)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -220,3 +220,49 @@ def test_abstracts_of_stop_words_only_are_indexed_without_terms(tmp_path: Path) 
     assert index.ids == ["s"] and index.search("ribosome", 5) == [] and index.search("to be", 5) == []
     index.update(["s", "r"], read)
     assert [i for i, _ in index.search("ribosome yeast", 5)] == ["r"]
+
+
+def test_a_build_reads_a_stream_in_pages_and_a_failed_read_keeps_the_saved_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full build tokenizes the abstracts a page at a time as they are read (a million of
+    them are 3.7 GB), and a read that fails half-way (Chroma gone) changes nothing on disk."""
+    import assistant.index.bm25 as bm25_module
+    import assistant.index.bm25_arrays as arrays_module
+
+    monkeypatch.setattr(arrays_module, "_PAGE", 2)
+    records = {i: Abstract(id=i, text=f"Zeolite {word} sample {i} from CERN.", title="", source="x")
+               for i, word in zip("abcde", ["pores", "catalysts", "membranes", "films", "cages"])}
+    read: list[str] = []
+    read_when_tokenized: list[int] = []
+
+    def stream(ids: list[str]) -> Iterator[Abstract]:
+        for i in ids:
+            read.append(i)
+            yield records[i]
+
+    def tokenize_page(texts: list[str]):  # noqa: ANN202 - bm25s's own return type
+        read_when_tokenized.append(len(read))
+        return tokenize_ids(texts)
+
+    tokenize_ids = bm25_module._corpus_tokens
+    monkeypatch.setattr(bm25_module, "_corpus_tokens", tokenize_page)
+    index = Bm25Index(tmp_path / "bm25", k1=0.9, b=0.4, title_weight=1)
+    index.update(["a", "b", "c"], stream)
+    assert read_when_tokenized == [2, 3], "each page is tokenized before the next is read"
+    full = _built(tmp_path / "full", {i: r.text for i, r in records.items() if i in "abc"})
+    assert index.search("zeolite catalysts", 5) == pytest.approx(full.search("zeolite catalysts", 5))
+    assert index.with_acronym("CERN") == ["a", "b", "c"]
+
+    def failing(ids: list[str]) -> Iterator[Abstract]:
+        yield records[ids[0]]
+        raise ConnectionError("Chroma server went away")
+
+    with pytest.raises(ConnectionError):
+        index.build(failing(list(records)))
+    assert index.model is None and index.ids == [], "not half-built in memory"
+    reloaded = Bm25Index(tmp_path / "bm25", k1=0.9, b=0.4, title_weight=1)
+    assert sorted(reloaded.ids) == ["a", "b", "c"], "the saved index is untouched"
+    assert reloaded.search("zeolite catalysts", 5) == pytest.approx(full.search("zeolite catalysts", 5))
+    index.update(list(records), stream)
+    assert sorted(index.ids) == list("abcde") and index.search("cages", 5)[0][0] == "e"

@@ -103,8 +103,10 @@ def test_whole_ledger_reads_go_page_by_page(sample_index: Assistant, monkeypatch
     import assistant.index.store as store_module
 
     monkeypatch.setattr(store_module, "_PAGE", 47)
-    everything = sample_index.store.all_abstracts()
+    everything = list(sample_index.store.read_abstracts())
     assert len(everything) == len({a.id for a in everything}) == SAMPLE_UNIQUE
+    some = [a.id for a in everything[::3]]
+    assert sorted(a.id for a in sample_index.store.read_abstracts(some)) == sorted(some), "by id, in pages of 47"
     assert sum(sample_index.store.counts_by_source().values()) == SAMPLE_UNIQUE
 
 

@@ -27,7 +27,7 @@ import math
 import re
 import shutil
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import bm25s
@@ -81,24 +81,28 @@ def phrase_terms(tokens: list[str]) -> list[str]:
     return [format(int(bucket), "x") for bucket in pair_buckets(hashes[:-1], hashes[1:])]
 
 
-def _acronym_postings(
-    acronyms: dict[str, np.ndarray], abstracts: list[Abstract], first_row: int
-) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """The acronyms already listed (name → rows) and those in these abstracts' titles and
-    texts (rows from ``first_row`` on), as CSR: ``rows[indptr[n]:indptr[n + 1]]``, sorted,
-    for the n-th name."""
-    vocabulary = {name: n for n, name in enumerate(acronyms)}
-    names, rows = array("q"), array("q")
-    for row, abstract in enumerate(abstracts, first_row):
-        for name in set(ACRONYM.findall(f"{abstract.title}\n{abstract.text}")):
-            names.append(vocabulary.setdefault(name, len(vocabulary)))
-            rows.append(row)
-    listed = np.array([len(r) for r in acronyms.values()], dtype=np.int64)
-    name_ids = np.concatenate([np.repeat(np.arange(len(acronyms)), listed), np.frombuffer(names, dtype=np.int64)])
-    row_ids = np.concatenate([*acronyms.values(), np.frombuffer(rows, dtype=np.int64)]).astype(np.int64)
-    order = np.lexsort((row_ids, name_ids))
-    indptr = np.searchsorted(name_ids[order], np.arange(len(vocabulary) + 1))
-    return list(vocabulary), indptr, row_ids[order].astype(np.int32)
+class _AcronymLists:
+    """The acronyms listed for the indexed abstracts (name → rows) and those found in new
+    ones, kept as compact (name id, row) arrays while the new abstracts stream past."""
+
+    def __init__(self, listed: dict[str, np.ndarray]) -> None:
+        self.listed = listed
+        self.vocabulary = {name: n for n, name in enumerate(listed)}
+        self.names, self.rows = array("q"), array("q")
+
+    def add(self, text: str, row: int) -> None:
+        for name in set(ACRONYM.findall(text)):
+            self.names.append(self.vocabulary.setdefault(name, len(self.vocabulary)))
+            self.rows.append(row)
+
+    def merged(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        """All of them as CSR: ``rows[indptr[n]:indptr[n + 1]]``, sorted, for the n-th name."""
+        listed = np.array([len(r) for r in self.listed.values()], dtype=np.int64)
+        name_ids = np.concatenate([np.repeat(np.arange(len(self.listed)), listed), np.frombuffer(self.names, dtype=np.int64)])
+        row_ids = np.concatenate([*self.listed.values(), np.frombuffer(self.rows, dtype=np.int64)]).astype(np.int64)
+        order = np.lexsort((row_ids, name_ids))
+        indptr = np.searchsorted(name_ids[order], np.arange(len(self.vocabulary) + 1))
+        return list(self.vocabulary), indptr, row_ids[order].astype(np.int32)
 
 
 def _holds(postings: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -148,21 +152,22 @@ class Bm25Index:
 
     @staticmethod
     def _split(names: list[str], indptr: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]:
-        """Name → its rows, from the CSR arrays of `_acronym_postings`."""
+        """Name → its rows, from CSR arrays (`_AcronymLists.merged`)."""
         return {name: rows[indptr[n] : indptr[n + 1]] for n, name in enumerate(names)}
 
     def covers(self, ids_fingerprint: str) -> bool:
         """Whether the saved index covers exactly the abstracts with this fingerprint."""
         return self.model is not None and self.fingerprint == ids_fingerprint
 
-    def build(self, abstracts: list[Abstract]) -> None:
-        """Index these abstracts and save, replacing the previous index."""
+    def build(self, abstracts: Iterable[Abstract]) -> None:
+        """Index these abstracts and save, replacing the previous index. They may be a
+        stream (read from Chroma a page at a time): they are not all held at once."""
         self._clear()
         self._add(TokenArrays.empty(), abstracts)
 
-    def update(self, ids: list[str], read: Callable[[list[str]], list[Abstract]]) -> None:
-        """Index exactly the abstracts with these ids, ``read(ids)`` giving their records
-        (nothing to do when it already does).
+    def update(self, ids: list[str], read: Callable[[list[str]], Iterable[Abstract]]) -> None:
+        """Index exactly the abstracts with these ids, ``read(ids)`` giving their records,
+        possibly as a stream (nothing to do when it already does).
 
         When the saved index holds some of them and no others (abstracts were added), only
         the new ones are read and tokenized; otherwise (a reset, another machine's index) all
@@ -196,21 +201,47 @@ class Bm25Index:
         self.model = self.phrase_model = None
         self._acronyms = {}
 
-    def _add(self, tokens: TokenArrays, abstracts: list[Abstract]) -> None:
-        """Add these abstracts to the indexed ones (whose ``tokens`` these are) and save."""
-        first_row = len(self.ids)
-        self.ids = self.ids + [a.id for a in abstracts]
-        self._rows = {i: row for row, i in enumerate(self.ids)}
-        self.sources = np.concatenate([self.sources, np.array([a.source for a in abstracts], dtype=object)])
-        self.years = np.concatenate([self.years, np.array([a.year or 0 for a in abstracts], dtype=np.int32)])
-        self.fingerprint = fingerprint(self.ids)
+    def _add(self, tokens: TokenArrays, abstracts: Iterable[Abstract]) -> None:
+        """Add these abstracts to the indexed ones (whose ``tokens`` these are) and save.
+        If reading them fails, the saved index is left as it was and this one is emptied,
+        so that the next update rebuilds it."""
         self.model = self.phrase_model = None  # freed before the new matrices are built
+        try:
+            self._save(self._extended(tokens, abstracts))
+        except BaseException:
+            self._clear()
+            raise
+
+    def _extended(self, tokens: TokenArrays, abstracts: Iterable[Abstract]) -> TokenArrays:
+        """The ``tokens`` of the indexed abstracts followed by those of these ones, which are
+        tokenized as they stream past: only their ids, sources, years and acronyms are kept."""
+        added, sources, years, acronyms = [], [], [], _AcronymLists(self._acronyms)
+        weight = self.params["title_weight"]
+
+        def texts() -> Iterator[str]:
+            for row, abstract in enumerate(abstracts, len(self.ids)):
+                added.append(abstract.id)
+                sources.append(abstract.source)
+                years.append(abstract.year or 0)
+                acronyms.add(f"{abstract.title}\n{abstract.text}", row)
+                yield " ".join([abstract.title] * weight * abstract.titled + [abstract.text])
+
+        tokens = tokens.extended(_corpus_tokens, texts())
+        self.ids = self.ids + added
+        self._rows = {i: row for row, i in enumerate(self.ids)}
+        self.sources = np.concatenate([self.sources, np.array(sources, dtype=object)])
+        self.years = np.concatenate([self.years, np.array(years, dtype=np.int32)])
+        self.fingerprint = fingerprint(self.ids)
+        self._acronyms = self._split(*acronyms.merged())
+        return tokens
+
+    def _save(self, tokens: TokenArrays) -> None:
+        """Build the score matrices from ``tokens`` (this index's) and replace the saved
+        index with them, the tokens, the acronyms and the manifest (written aside, then
+        renamed into place)."""
         if not self.ids:
             shutil.rmtree(self.folder, ignore_errors=True)
             return
-        weight = self.params["title_weight"]
-        texts = [" ".join([a.title] * weight * a.titled + [a.text]) for a in abstracts]
-        tokens = tokens.extended(_corpus_tokens, texts)
         staging = self.folder.with_name(self.folder.name + ".new")
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
@@ -224,9 +255,13 @@ class Bm25Index:
             self.phrase_model = ArrayBM25(k1=self.params["k1"], b=self.params["b"])
             self.phrase_model.index_arrays(pairs)
             self.phrase_model.save(str(staging / _PHRASES))
-        names, indptr, rows = _acronym_postings(self._acronyms, abstracts, first_row)
-        np.savez(staging / _ACRONYMS, names=np.array(names, dtype=str), indptr=indptr, rows=rows)
-        self._acronyms = self._split(names, indptr, rows)
+        lengths = [len(rows) for rows in self._acronyms.values()]
+        np.savez(
+            staging / _ACRONYMS,
+            names=np.array(list(self._acronyms), dtype=str),
+            indptr=np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)]),
+            rows=np.concatenate([np.zeros(0, dtype=np.int32), *self._acronyms.values()]),
+        )
         manifest = {
             "params": self.params,
             "fingerprint": self.fingerprint,

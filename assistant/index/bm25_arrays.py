@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -59,14 +59,16 @@ class TokenArrays:
     def offsets(self) -> np.ndarray:
         return np.concatenate([[0], np.cumsum(self.lengths, dtype=np.int64)])
 
-    def extended(self, tokenize: Callable[[list[str]], Any], texts: list[str]) -> TokenArrays:
+    def extended(self, tokenize: Callable[[list[str]], Any], texts: Iterable[str]) -> TokenArrays:
         """These documents followed by ``texts``, tokenized by ``tokenize(texts)`` (a
-        `bm25s.tokenize` returning ids and its own vocabulary) a page at a time."""
+        `bm25s.tokenize` returning ids and its own vocabulary) a page at a time. ``texts``
+        may be a stream: only one page of it is held (a million abstracts are 3.7 GB)."""
         vocabulary = list(self.vocabulary)
         index = {term: i for i, term in enumerate(vocabulary)}
         ids, lengths = [self.ids], [self.lengths]
-        for start in range(0, len(texts), _PAGE):
-            page = tokenize(texts[start : start + _PAGE])
+        texts = iter(texts)
+        while batch := list(itertools.islice(texts, _PAGE)):
+            page = tokenize(batch)
             to_global = np.zeros(len(page.vocab), dtype=np.int32)
             for term, local in page.vocab.items():
                 to_global[local] = index.setdefault(term, len(index))

@@ -256,26 +256,22 @@ class ChromaStore:
             m["source"] for page in self._ledger_pages(["metadatas"]) for m in page["metadatas"] if m["status"] == DONE
         )
 
-    def _read(self, ids: list[str] | None = None) -> list[Abstract]:
-        """Indexed abstracts (all, or these ids); pending ones are left out."""
+    def read_abstracts(self, ids: list[str] | None = None) -> Iterator[Abstract]:
+        """Indexed abstracts (all, or these ids), read a page at a time; pending ones are
+        left out. A million abstracts take 3.7 GB: the lexical index is built from this
+        stream without holding them."""
         pages = self._ledger_pages(["metadatas"]) if ids is None else (
             self.abstracts.get(ids=ids[start : start + _PAGE], include=["metadatas"])
             for start in range(0, len(ids), _PAGE)
         )
-        return [
-            _abstract_from(i, metadata)
-            for got in pages
-            for i, metadata in zip(got["ids"], got["metadatas"], strict=True)
-            if metadata["status"] == DONE
-        ]
+        for got in pages:
+            for i, metadata in zip(got["ids"], got["metadatas"], strict=True):
+                if metadata["status"] == DONE:
+                    yield _abstract_from(i, metadata)
 
     def get_abstracts(self, ids: list[str]) -> dict[str, Abstract]:
         """Indexed abstracts by id."""
-        return {a.id: a for a in self._read(ids)} if ids else {}
-
-    def all_abstracts(self) -> list[Abstract]:
-        """Every indexed abstract (used to build the lexical index)."""
-        return self._read()
+        return {a.id: a for a in self.read_abstracts(ids)} if ids else {}
 
     def query_chunks(
         self, vector: np.ndarray, n: int, where: dict[str, Any] | None = None
