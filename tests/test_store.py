@@ -59,6 +59,15 @@ def test_opening_an_index_with_another_embedder_is_an_error(tmp_path: Path) -> N
         Assistant(data_dir=tmp_path).stats()
 
 
+def test_opening_an_index_with_other_chunk_settings_is_an_error(tmp_path: Path) -> None:
+    """New abstracts chunked otherwise would mix with the old ones, and a search rebuilds an
+    abstract's chunk ids from the configured settings."""
+    ChromaStore(Settings(data_dir=tmp_path), embedder_id="any")
+    with pytest.raises(StoreError, match="chunked with 128/16.*64/16 is configured"):
+        ChromaStore(Settings(data_dir=tmp_path, chunk_size=64), embedder_id="any")
+    assert ChromaStore(Settings(data_dir=tmp_path), embedder_id="any").chunks.metadata["chunking"] == "128/16"
+
+
 def test_an_index_written_by_an_older_version_is_a_clear_error(tmp_path: Path) -> None:
     """A ledger without the current format marker (text stored as Chroma documents) is
     refused with the command that fixes it, instead of failing later on a missing field."""

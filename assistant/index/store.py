@@ -118,7 +118,7 @@ class ChromaStore:
             self.chunks = self.client.get_or_create_collection(
                 name,
                 configuration={"hnsw": {"space": "cosine"}},
-                metadata={"embedder": self.embedder_id},
+                metadata={"embedder": self.embedder_id, "chunking": self._chunking},
                 embedding_function=None,
             )
             self.abstracts = self.client.get_or_create_collection(
@@ -138,12 +138,25 @@ class ChromaStore:
                 f"but {self.embedder_id!r} is configured; use the same embedding settings, "
                 "another collection/data_dir, or `assistant reset` and ingest again"
             )
+        chunked_with = (self.chunks.metadata or {}).get("chunking", self._chunking)  # unrecorded before 2026-12-01
+        if chunked_with != self._chunking:
+            raise StoreError(
+                f"the index in collection {name!r} was chunked with {chunked_with} (size/overlap "
+                f"in tokens), but {self._chunking} is configured: abstracts chunked both ways "
+                "would mix in one index; set ASSISTANT_CHUNK_SIZE/ASSISTANT_CHUNK_OVERLAP back, "
+                "use another collection/data_dir, or `assistant reset` and ingest again"
+            )
         if (self.abstracts.metadata or {}).get("format") != LEDGER_FORMAT:
             raise StoreError(
                 f"the index in collection {name!r} was written by an older version of this "
                 "project; run `assistant reset` and ingest again (or use another data_dir)"
             )
         self.vector_store = ChromaVectorStore(chroma_collection=self.chunks)
+
+    @property
+    def _chunking(self) -> str:
+        """How this index's abstracts are chunked, as recorded with its vectors."""
+        return f"{self.settings.chunk_size}/{self.settings.chunk_overlap}"
 
     def _ledger_metadata(self) -> dict[str, Any]:
         """The ledger collection's metadata, with a new generation token."""
