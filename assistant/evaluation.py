@@ -186,8 +186,11 @@ def read_qrels(path: Path) -> dict[str, dict[str, int]]:
 
 
 def beir_data_dir(assistant: Assistant, corpus_dir: Path) -> Path:
-    """Where a BEIR corpus is indexed: under the cache dir, one folder per corpus path."""
-    key = hashlib.sha256(str(corpus_dir.resolve()).encode()).hexdigest()[:12]
+    """Where a BEIR corpus is indexed: under the cache dir, one folder per corpus path,
+    embedder and chunking (an index refuses to open with another)."""
+    settings = assistant.settings
+    identity = f"{corpus_dir.resolve()}\0{assistant.embedder.model_id}\0{settings.chunk_size}/{settings.chunk_overlap}"
+    key = hashlib.sha256(identity.encode()).hexdigest()[:12]
     return assistant.settings.cache_dir / "beir" / f"{corpus_dir.resolve().name}-{key}"
 
 

@@ -42,6 +42,10 @@ def test_beir_metrics_match_a_hand_computation(tmp_path: Path) -> None:
     assert evaluation.beir_data_dir(user, folder).is_relative_to(tmp_path / "cache")
     again = evaluation.evaluate_beir(user, folder, folder / "qrels" / "test.tsv")
     assert again["ndcg@10"] == result["ndcg@10"]
+    other = Assistant(data_dir=tmp_path / "other-index", cache_dir=tmp_path / "cache", auto_ingest=False, chunk_size=64)
+    assert evaluation.beir_data_dir(other, folder) != evaluation.beir_data_dir(user, folder)
+    assert evaluation.evaluate_beir(other, folder, folder / "qrels" / "test.tsv")["abstracts"] == 4, (
+        "other chunk settings get their own BEIR index instead of the refusal to open this one")
 
 
 def test_abstention_signal_matches_a_hand_computation() -> None:
