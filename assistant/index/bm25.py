@@ -16,7 +16,8 @@ It is derived data: built from the abstracts committed in Chroma and saved under
 directory beside them, with the ids it covers and their token ids (`bm25_arrays`).
 Whenever the saved copy does not cover exactly the committed abstracts, it is brought in
 step with Chroma: after an ingest only the new abstracts are read and tokenized; after a
-reset, a crash, or a Chroma server that another machine filled, all are.
+reset, a crash, or a Chroma server that another machine filled, all are, streamed from Chroma
+a page at a time (only their ids, sources, years and acronyms are held).
 """
 
 from __future__ import annotations
