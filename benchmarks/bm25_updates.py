@@ -41,6 +41,11 @@ def _rss_gb() -> float:
     return int(Path("/proc/self/statm").read_text().split()[1]) * 4096 / 1e9
 
 
+def _index(size: int, work: Path, settings: Settings) -> Bm25Index:
+    """The lexical index of ``size`` abstracts, as the product's settings make it."""
+    return Bm25Index(work / f"bm25-{size}", settings.bm25_k1, settings.bm25_b, settings.bm25_title_weight)
+
+
 def lexical_side(index: Bm25Index, settings: Settings, question: str) -> None:
     """What one hybrid search asks of the lexical index."""
     words = index.search(question, settings.fusion_depth)
@@ -53,7 +58,7 @@ def search_step(size: int, work: Path, scifact: Path) -> dict[str, float]:
     """Load time and p50/p95 (ms) of `lexical_side` over the index of ``size`` abstracts."""
     settings = Settings()
     started = time.perf_counter()
-    index = Bm25Index(work / f"bm25-{size}", settings.bm25_k1, settings.bm25_b, settings.bm25_title_weight)
+    index = _index(size, work, settings)
     loaded = time.perf_counter() - started
     with (scifact / "queries.jsonl").open() as lines:
         questions = [json.loads(line)["text"] for line in lines][:QUERIES]
@@ -71,7 +76,7 @@ def step(name: str, size: int, work: Path) -> dict[str, float]:
     gc.collect()
     loaded = _rss_gb()
     started = time.perf_counter()
-    index = Bm25Index(work / f"bm25-{size}", settings.bm25_k1, settings.bm25_b, settings.bm25_title_weight)
+    index = _index(size, work, settings)
     if name == "build":
         index.build(a for a in corpus.load([work / f"corpus-{size}.jsonl"]) if isinstance(a, Abstract))
     else:

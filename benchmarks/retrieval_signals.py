@@ -59,6 +59,24 @@ from retrieval import score
 
 ROOT = Path(__file__).resolve().parent.parent
 DEPTH = 100
+SMALL_CHUNKS = (64, 16)  # size and overlap in tokens of the ``--small-chunks`` rows
+
+
+def variant(model_id: str, chunk_size: int, chunk_overlap: int) -> str:
+    """The cache folder name of the vectors of this embedder and chunking."""
+    return re.sub(r"\W+", "_", f"{model_id}_{chunk_size}_{chunk_overlap}")
+
+
+def chunk_units(abstracts: list[Abstract], chunk_size: int, chunk_overlap: int) -> tuple[list[str], list[int]]:
+    """The texts embedded for the abstracts' chunks, as ingest makes them, and each one's abstract row."""
+    pairs = [(embedding_text(a, piece), n) for n, a in enumerate(abstracts) for piece in chunk(a, chunk_size, chunk_overlap)]
+    return [text for text, _ in pairs], [n for _, n in pairs]
+
+
+def sentence_units(abstracts: list[Abstract]) -> tuple[list[str], list[int]]:
+    """The abstracts' sentences and each one's abstract row."""
+    pairs = [(sentence, n) for n, a in enumerate(abstracts) for sentence in sentences(a.text)]
+    return [text for text, _ in pairs], [n for _, n in pairs]
 
 
 def cached(work: Path, name: str, rows: int, compute: Callable[[], np.ndarray]) -> np.ndarray:
@@ -122,6 +140,11 @@ def bm25_matrix(documents: list[list[str]], queries: list[list[str]], k1: float,
     return np.stack([model.get_scores(q) if q else np.zeros(len(documents)) for q in queries]).astype(np.float32)
 
 
+def phrase_matrix(documents: list[list[str]], queries: list[list[str]], k1: float, b: float) -> np.ndarray:
+    """`bm25_matrix` over the documents' and queries' word pairs, as the product's phrase side."""
+    return bm25_matrix([phrase_terms(t) for t in documents], [phrase_terms(t) for t in queries], k1, b)
+
+
 def expanded(queries: list[list[str]], documents: list[list[str]], scores: np.ndarray,
              depth: int = 10, terms: int = 10, query_weight: int = 3) -> list[list[str]]:
     """Each query (repeated ``query_weight`` times) plus the ``terms`` heaviest new terms of
@@ -144,12 +167,12 @@ def top_scores(row: np.ndarray, ids: list[str]) -> dict[str, float]:
 
 
 def time_embedding(embedder: Embedder, abstracts: list[Abstract], chunk_size: int, chunk_overlap: int) -> None:
-    """Print how long the embedder takes over these abstracts' chunks (as configured, and of
-    64 tokens) and over their sentences: what each dense signal would add to ingest."""
+    """Print how long the embedder takes over these abstracts' chunks (as configured, and
+    `SMALL_CHUNKS`) and over their sentences: what each dense signal would add to ingest."""
     units = {
-        f"chunks of {chunk_size} tokens": [embedding_text(a, p) for a in abstracts for p in chunk(a, chunk_size, chunk_overlap)],
-        "chunks of 64 tokens": [embedding_text(a, p) for a in abstracts for p in chunk(a, 64, 16)],
-        "sentences": [s for a in abstracts for s in sentences(a.text)],
+        f"chunks of {chunk_size} tokens": chunk_units(abstracts, chunk_size, chunk_overlap)[0],
+        f"chunks of {SMALL_CHUNKS[0]} tokens": chunk_units(abstracts, *SMALL_CHUNKS)[0],
+        "sentences": sentence_units(abstracts)[0],
     }
     embedder.embed(["warm-up"])
     for name, texts in units.items():
@@ -199,8 +222,8 @@ def main() -> None:
 
     settings = Settings()
     embedder = create(settings)
-    variant = re.sub(r"\W+", "_", f"{embedder.model_id}_{settings.chunk_size}_{settings.chunk_overlap}")
-    work = (args.work or settings.cache_dir / "signals") / variant  # vectors of these settings only
+    work = (args.work or settings.cache_dir / "signals") / variant(
+        embedder.model_id, settings.chunk_size, settings.chunk_overlap)  # vectors of these settings only
     work.mkdir(parents=True, exist_ok=True)
     qrels = read_qrels(args.scifact / "qrels" / args.qrels)
     records = [json.loads(line) for line in (args.scifact / "corpus.jsonl").open()]
@@ -210,17 +233,12 @@ def main() -> None:
 
     if args.embed_timing:
         time_embedding(embedder, abstracts[:800], settings.chunk_size, settings.chunk_overlap)
-    units: dict[str, tuple[list[str], list[int]]] = {"titles": ([a.title for a in abstracts], list(range(len(ids))))}
-    chunk_texts, chunk_owners, sentence_texts, sentence_owners = [], [], [], []
-    for n, abstract in enumerate(abstracts):
-        for piece in chunk(abstract, settings.chunk_size, settings.chunk_overlap):
-            chunk_texts.append(embedding_text(abstract, piece))
-            chunk_owners.append(n)
-        for sentence in sentences(abstract.text):
-            sentence_texts.append(sentence)
-            sentence_owners.append(n)
-    units["chunks"] = (chunk_texts, chunk_owners)
-    units["sentences"] = (sentence_texts, sentence_owners)
+    chunk_texts, chunk_owners = chunk_units(abstracts, settings.chunk_size, settings.chunk_overlap)
+    units: dict[str, tuple[list[str], list[int]]] = {
+        "titles": ([a.title for a in abstracts], list(range(len(ids)))),
+        "chunks": (chunk_texts, chunk_owners),
+        "sentences": sentence_units(abstracts),
+    }
     query_texts = [q["text"] for q in queries]
     query_vectors = cached_vectors(work, "queries", query_texts, embedder)
     best: dict[str, np.ndarray] = {}
@@ -241,7 +259,7 @@ def main() -> None:
     bm25 = {m: bm25_matrix(document_tokens, query_tokens, k1, b, m)
             for m in ("lucene", "robertson", "atire", "bm25l", "bm25+")}
     dense, lexical = best["chunks"], bm25["lucene"]
-    phrases = bm25_matrix([phrase_terms(t) for t in document_tokens], [phrase_terms(t) for t in query_tokens], k1, b)
+    phrases = phrase_matrix(document_tokens, query_tokens, k1, b)
     by_chunk = bm25_matrix(tokenize(chunk_texts), query_tokens, k1, b)
     best_chunk_bm25 = np.zeros_like(lexical)
     for row, chunk_row in zip(best_chunk_bm25, by_chunk):
@@ -255,12 +273,16 @@ def main() -> None:
     subject_index = Bm25Index(work / "bm25", k1, b, settings.bm25_title_weight, phrases=False)
     subject_index.build(abstracts)
 
+    @functools.cache
+    def bonuses(weight: float, unique_weight: float) -> list[dict[str, float]]:
+        """Each query's subject bonuses at these weights."""
+        return [subject_bonuses(text, subject_index, weight, unique_weight) for text in query_texts]
+
     def with_subject(weight: float, unique_weight: float = 0.0, phrase_weight: float = 0.0,
                      sentence_weight: float = 0.0) -> Callable[[int], list[tuple[str, float]]]:
         rest = (1 - phrase_weight - sentence_weight) / 2
         hybrid = fused((dense, rest), (lexical, rest), (phrases, phrase_weight), (best["sentences"], sentence_weight))
-        bonuses = [subject_bonuses(text, subject_index, weight, unique_weight) for text in query_texts]
-        return lambda n: with_subject_bonus(hybrid(n), bonuses[n])
+        return lambda n: with_subject_bonus(hybrid(n), bonuses(weight, unique_weight)[n])
 
     rows: list[tuple[str, Callable[[int], list[tuple[str, float]]]]] = [
         ("hybrid: chunks 0.5 + BM25 (Lucene) 0.5, no subject bonus", fused((dense, half), (lexical, half))),
@@ -312,23 +334,21 @@ def main() -> None:
                   fused((dense, (0.75 - w) / 2), (lexical, (0.75 - w) / 2), (e5, w), (best["sentences"], 0.15),
                         (phrases, 0.1)))
                  for w in (0.15, 0.2, 0.25)]
-    product_bonuses = [subject_bonuses(text, subject_index, 0.15, 0.5) for text in query_texts]
-
     def on_product(*signals: tuple[np.ndarray, float]) -> Callable[[int], list[tuple[str, float]]]:
+        """These signals fused, with the product's subject bonuses (0.15, 0.5 near-unique)."""
         hybrid = fused(*signals)
-        return lambda n: with_subject_bonus(hybrid(n), product_bonuses[n])
+        return lambda n: with_subject_bonus(hybrid(n), bonuses(0.15, 0.5)[n])
 
     for tuned_k1, tuned_b in ((0.6, 0.3), (0.6, 0.5), (0.9, 0.3), (0.9, 0.5), (0.9, 0.75), (1.2, 0.5), (1.5, 0.75)):
         rows.append((f"product, BM25 k1 {tuned_k1} b {tuned_b} (shipped: {k1} / {b})", on_product(
             (dense, 0.45), (bm25_matrix(document_tokens, query_tokens, tuned_k1, tuned_b), 0.45),
-            (bm25_matrix([phrase_terms(t) for t in document_tokens], [phrase_terms(t) for t in query_tokens],
-                         tuned_k1, tuned_b), 0.1))))
+            (phrase_matrix(document_tokens, query_tokens, tuned_k1, tuned_b), 0.1))))
     one_char = functools.partial(bm25s.tokenize, stopwords="en", stemmer=_STEMMER, return_ids=False,
                                  show_progress=False, token_pattern=r"(?u)\b\w+\b")
     documents_1, queries_1 = one_char(indexed_texts), one_char(query_texts)
     rows.append(("product, BM25 tokens of one character kept", on_product(
         (dense, 0.45), (bm25_matrix(documents_1, queries_1, k1, b), 0.45),
-        (bm25_matrix([phrase_terms(t) for t in documents_1], [phrase_terms(t) for t in queries_1], k1, b), 0.1))))
+        (phrase_matrix(documents_1, queries_1, k1, b), 0.1))))
     weights = (0.3, 0.4, 0.45, 0.5, 0.6)
     by_weight = [on_product((dense, w), (lexical, 0.9 - w), (phrases, 0.1)) for w in weights]
     rows += [(f"product, dense {w} / BM25 {0.9 - w:.2f} (shipped 0.45 / 0.45)", r) for w, r in zip(weights, by_weight)]
@@ -348,13 +368,9 @@ def main() -> None:
         rows.append((f"product, weights per query by {feature_name} (3 bins, 5-fold)",
                      lambda n, choice=choice: by_weight[choice[n]](n)))
     if args.small_chunks:
-        small_work = work.parent / re.sub(r"\W+", "_", f"{embedder.model_id}_64_16")
+        small_work = work.parent / variant(embedder.model_id, *SMALL_CHUNKS)
         small_work.mkdir(exist_ok=True)
-        small_texts, small_owners = [], []
-        for n, abstract in enumerate(abstracts):
-            for piece in chunk(abstract, 64, 16):
-                small_texts.append(embedding_text(abstract, piece))
-                small_owners.append(n)
+        small_texts, small_owners = chunk_units(abstracts, *SMALL_CHUNKS)
         small = best_unit(query_vectors @ cached_vectors(small_work, "chunks", small_texts, embedder).T,
                           np.array(small_owners), len(ids))
         rows += [(f"product, 64-token chunks ({len(small_texts)})", on_product((small, 0.45), (lexical, 0.45), (phrases, 0.1))),
@@ -363,7 +379,7 @@ def main() -> None:
     rows += [(f"hybrid, BM25 {m}", fused((dense, half), (bm25[m], half))) for m in ("robertson", "atire", "bm25l", "bm25+")]
     rows += [(f"BM25 {m} alone", fused((bm25[m], 1.0))) for m in bm25]
     print(f"\nSciFact ({args.qrels}, {len(queries)} queries, {len(chunk_texts)} chunks, "
-          f"{len(sentence_texts)} sentences; exact scores)")
+          f"{len(units['sentences'][0])} sentences; exact scores)")
     print(f"{'signals':60s} {'nDCG@10':>8s} {'R@100':>7s}")
     for name, ranking in rows:
         ndcg, recall = score(as_run(ranking, queries), qrels)
