@@ -117,3 +117,25 @@ def test_local_model_keeps_the_answer_prompt_cached_across_a_follow_up_rewrite(
         generator.llm.set_cache(cache)
     assert cached_text == fresh_text and "87%" in cached_text
     assert cached_read < fresh_read - 100
+
+
+@pytest.mark.slow
+def test_local_answers_stay_intact_when_the_int8_embedder_runs_between_them(sample_index: Assistant) -> None:
+    """On a CPU with AMX, onnxruntime's int8 kernels reconfigure the calling thread's tile
+    registers, which llama.cpp sets up once per thread: when both ran on one thread, every
+    answer after an embedding was garbage ("ALalar()</()</%</...")."""
+    generator, embedder = sample_index.generator, sample_index.embedder
+    assert embedder.model_id.endswith("-quantized:max256")
+
+    def answer(sources: str, question: str) -> str:
+        prompt = prompts.render("answer", sources=sources, question=question)
+        return "".join(generator.stream([{"role": "user", "content": prompt}], 24, Usage()))
+
+    nfnets = ("[1] NFNets reach 86.5% top-1 accuracy on ImageNet.", "What accuracy do NFNets reach?")
+    embedder.embed(["before the first answer"])
+    first = answer(*nfnets)
+    embedder.embed(["protein folding " * 40, "graph neural networks", "loss spikes in training"])
+    second = answer("[1] DReSD raises acceptance rates by 87%.", "What does DReSD improve?")
+    embedder.embed(["between the answers"])
+    assert "86.5" in first and "87%" in second
+    assert answer(*nfnets) == first

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import ctypes
 import os
+import queue
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import llama_cpp
@@ -16,6 +18,7 @@ from assistant.answer.generators.base import GenerationError, Message, Usage
 from assistant.answer.model_files import model_path
 
 PROMPT_CACHE_BYTES = 64 << 20
+_DONE = object()
 
 
 class LocalLlama:
@@ -26,34 +29,64 @@ class LocalLlama:
     ones: in a chat, the follow-up's rewriting prompt no longer evicts the answer prompt's
     fixed instructions (~160 tokens, about 2 s on 2 cores). Flash attention reads prompts
     about 7% faster on this CPU.
+
+    llama.cpp runs on a thread of its own, never on the caller's. On a CPU with AMX, its
+    matrix kernels set up the thread's tile registers once per thread and rely on them
+    afterwards; onnxruntime's int8 kernels (the quantized embedder) reconfigure them on
+    whatever thread calls it. On a shared thread the model's next answer was garbage.
     """
 
     def __init__(self, model: str, cache_dir: Path, threads: int, context_tokens: int) -> None:
         threads = threads or os.cpu_count() or 1
         self.model_name = model
-        self.llm = _KvOnlyStates(
+        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama")
+        self.llm = self._thread.submit(
+            _KvOnlyStates,
             model_path=str(model_path(model, cache_dir)),
             n_ctx=context_tokens,
             n_threads=threads,
             n_threads_batch=threads,
             flash_attn=True,
             verbose=False,
-        )
+        ).result()
         self.llm.set_cache(llama_cpp.LlamaRAMCache(PROMPT_CACHE_BYTES))
         self._lock = threading.Lock()
 
     def stream(self, messages: list[Message], max_tokens: int, usage: Usage) -> Iterator[str]:
-        """Yield the reply token by token (temperature 0)."""
+        """Yield the reply token by token (temperature 0), generated on the model's thread."""
         with self._lock:
+            deltas: queue.Queue = queue.Queue()
+            stop = threading.Event()
+            self._thread.submit(self._generate, messages, max_tokens, usage, deltas, stop)
+            try:
+                while (item := deltas.get()) is not _DONE:
+                    if isinstance(item, BaseException):
+                        raise item
+                    yield item
+            finally:
+                stop.set()  # the reader left early: the model stops at its next token
+                while item is not _DONE:
+                    item = deltas.get()
+
+    def _generate(
+        self, messages: list[Message], max_tokens: int, usage: Usage, deltas: queue.Queue, stop: threading.Event
+    ) -> None:
+        try:
             chunks = self.llm.create_chat_completion(
                 messages=messages, stream=True, temperature=0.0, max_tokens=max_tokens
             )
             for chunk in chunks:
+                if stop.is_set():
+                    break
                 delta = chunk["choices"][0]["delta"].get("content")
                 if delta:
                     usage.completion_tokens += 1
-                    yield delta
+                    deltas.put(delta)
             usage.prompt_tokens = self.llm.n_tokens - usage.completion_tokens
+        except Exception as error:  # raised again on the reader's thread
+            deltas.put(error)
+        finally:
+            deltas.put(_DONE)
 
 
 class _KvOnlyStates(llama_cpp.Llama):
