@@ -71,11 +71,20 @@ class Settings(BaseSettings):
     embed_max_tokens: int = Field(
         default=256, description="Word-piece tokens the local embedder reads per text."
     )
+    embed_quantized: bool = Field(
+        default=True,
+        description="Run the local model's matrix products in int8 (onnxruntime dynamic "
+        "quantization): about 2.4x faster on 2 cores, vectors within cosine 0.99 of the float "
+        "ones, same SciFact nDCG@10. False: float products, vectors as the shipped model "
+        "computes them (and what indexes built before 2026-12-01 hold). An index remembers "
+        "which it was built with.",
+    )
     embed_batch_size: int | None = Field(
         default=None,
-        description="Texts embedded per batch (default: 4 for the local model, where small "
-        "batches run fastest on CPU, 60 against 43 chunks/s at 32 on 2 cores; 64 per request "
-        "to an OpenAI-compatible server).",
+        description="Texts embedded per batch (default for the local model: 1 when quantized, "
+        "since an int8 batch shares one activation scale and a text's vector would depend on its "
+        "neighbours, else 4, where small batches run fastest on CPU; 64 per request to an "
+        "OpenAI-compatible server).",
     )
     embed_threads: int = Field(
         default=0, description="onnxruntime intra-op threads for the local embedder (0: all cores)."

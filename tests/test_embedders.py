@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from assistant.index import embedders
-from assistant.index.embedders import EmbeddingError
+from assistant.index.embedders import EmbeddingError, minilm_graph
+from assistant.index.embedders.onnx_minilm import OnnxMiniLM, _model_files
 from assistant.answer.model_files import model_path
 from assistant.settings import Settings
 
@@ -23,33 +24,96 @@ def minilm() -> embedders.Embedder:
     return embedders.create(Settings())
 
 
-def test_vectors_are_normalised_and_similar_texts_are_close(minilm: embedders.Embedder) -> None:
-    vectors = minilm.embed(["A man is eating food.", "A man is eating a piece of bread.", "The girl is carrying a baby."])
+@pytest.fixture(scope="module")
+def exact() -> embedders.Embedder:
+    """The same model with float matrix products."""
+    return embedders.create(Settings(embed_quantized=False))
+
+
+@pytest.mark.parametrize(("name", "tolerance"), [("minilm", 0.03), ("exact", 0.005)])
+def test_vectors_are_normalised_and_similar_texts_are_close(
+    name: str, tolerance: float, request: pytest.FixtureRequest
+) -> None:
+    embedder = request.getfixturevalue(name)
+    vectors = embedder.embed(["A man is eating food.", "A man is eating a piece of bread.", "The girl is carrying a baby."])
     assert vectors.shape == (3, 384) and vectors.dtype == np.float32
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
     similarity = vectors @ vectors.T
-    # all-MiniLM-L6-v2 (fp32, sentence-transformers) scores the first pair 0.755.
-    assert similarity[0, 1] == pytest.approx(0.755, abs=0.02)
+    # all-MiniLM-L6-v2 (fp32, sentence-transformers) scores the first pair 0.755; int8
+    # products move it by 0.02.
+    assert similarity[0, 1] == pytest.approx(0.755, abs=tolerance)
     assert similarity[0, 2] < 0.1
 
 
 def test_batch_size_defaults_per_backend_and_can_be_set() -> None:
-    assert embedders.create(Settings()).batch_size == 4  # small batches are fastest on CPU
+    assert embedders.create(Settings()).batch_size == 1  # an int8 batch shares one scale
+    assert embedders.create(Settings(embed_quantized=False)).batch_size == 4  # fastest on CPU
     assert embedders.create(Settings(embed_batch_size=16)).batch_size == 16
 
 
-def test_batching_and_ordering_do_not_change_vectors(minilm: embedders.Embedder) -> None:
+@pytest.mark.parametrize("name", ["minilm", "exact"])
+def test_batching_and_ordering_do_not_change_vectors(name: str, request: pytest.FixtureRequest) -> None:
+    embedder = request.getfixturevalue(name)
     texts = ["short", "a somewhat longer sentence about proteins", "x " * 400, "medium length text here"]
-    together = minilm.embed(texts)
-    alone = np.vstack([minilm.embed([t]) for t in texts])
+    together = embedder.embed(texts)
+    alone = np.vstack([embedder.embed([t]) for t in texts])
     assert np.allclose(together, alone, atol=1e-4)
-    assert minilm.embed([]).shape == (0, 384)
+    assert embedder.embed([]).shape == (0, 384)
 
 
 def test_long_texts_are_truncated_at_256_word_pieces(minilm: embedders.Embedder) -> None:
     base = "protein folding " * 130
     assert np.allclose(minilm.embed([base])[0], minilm.embed([base + "galaxies " * 50])[0], atol=1e-5)
     assert minilm.model_id.endswith("max256")
+
+
+def test_an_index_tells_the_two_kinds_of_products_apart(minilm: OnnxMiniLM, exact: OnnxMiniLM) -> None:
+    assert minilm.model_id == "onnx:all-MiniLM-L6-v2-int8-quantized:max256"
+    assert exact.model_id == "onnx:all-MiniLM-L6-v2-int8:max256"  # what earlier indexes hold
+
+
+@pytest.mark.parametrize(("quantized", "products"), [(True, "MatMulInteger"), (False, "MatMul")])
+def test_the_derived_graph_fuses_attention_and_agrees_with_the_shipped_graph(
+    tmp_path: Path, quantized: bool, products: str
+) -> None:
+    import onnx
+    import onnxruntime
+
+    fast = OnnxMiniLM(tmp_path, quantized)
+    graph = next((tmp_path / "models").glob("minilm-*.onnx"))
+    operators = [node.op_type for node in onnx.load(str(graph)).graph.node]
+    assert operators.count("MultiHeadAttention") == 6 and operators.count("BiasGelu") == 6
+    assert "Softmax" not in operators and "IsNaN" not in operators
+    assert operators.count(products) == 36  # six per layer: query, key, value, output, two feed-forward
+    texts = ["Graph neural networks for molecule property prediction.", "short", "the " * 300,
+             "CRISPR screens identify regulators of T cell exhaustion in chronic infection"]
+    shipped = onnxruntime.InferenceSession(_model_files()[0], providers=["CPUExecutionProvider"])
+    for batch in (texts, texts[:1], texts[1:3]):  # with and without padding
+        expected, found = fast._vectors(shipped, batch), fast._vectors(fast.session, batch)
+        if quantized:
+            assert np.min(np.sum(expected * found, axis=1)) > 0.98
+        else:
+            assert np.abs(expected - found).max() < 1e-5
+
+
+def test_the_derived_graph_is_built_once_and_refused_if_its_vectors_differ(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    OnnxMiniLM(tmp_path / "first")
+    cached = next((tmp_path / "first" / "models").glob("minilm-*.onnx"))
+    built = cached.stat().st_mtime_ns
+
+    def fail(*_: object) -> None:
+        raise AssertionError("derived again")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(minilm_graph, "_derive", fail)
+        OnnxMiniLM(tmp_path / "first")
+    assert cached.stat().st_mtime_ns == built
+    monkeypatch.setitem(minilm_graph.MIN_COSINE, True, 1.01)  # no graph can agree this well
+    with pytest.raises(EmbeddingError, match="differs from the shipped one"):
+        OnnxMiniLM(tmp_path / "second")
+    assert not list((tmp_path / "second" / "models").iterdir())  # nothing half-written is left
 
 
 def test_the_onnx_backend_refuses_other_model_names() -> None:

@@ -135,7 +135,7 @@ class ChromaStore:
         if built_with != self.embedder_id:
             raise EmbedderMismatchError(
                 f"the index in collection {name!r} was built with embedder {built_with!r}, "
-                f"but {self.embedder_id!r} is configured; use the same embedding settings, "
+                f"but {self.embedder_id!r} is configured; use the same embedding settings (ASSISTANT_EMBED_*), "
                 "another collection/data_dir, or `assistant reset` and ingest again"
             )
         chunked_with = (self.chunks.metadata or {}).get("chunking", self._chunking)  # unrecorded before 2026-12-01

@@ -15,8 +15,8 @@ def create(settings: Settings) -> Embedder:
             raise EmbeddingError(
                 f"the onnx backend ships only {MODEL_NAME}, not {settings.embed_model!r}"
             )
-        batch_size = settings.embed_batch_size or OnnxMiniLM.default_batch_size
-        return OnnxMiniLM(settings.embed_max_tokens, settings.embed_threads, batch_size)
+        return OnnxMiniLM(settings.cache_dir, settings.embed_quantized, settings.embed_max_tokens,
+                          settings.embed_threads, settings.embed_batch_size)
     from assistant.index.embedders.openai_embedder import OpenAIEmbedder
     from assistant.openai_client import make_client
 
