@@ -25,12 +25,12 @@ def minilm() -> embedders.Embedder:
 
 
 @pytest.fixture(scope="module")
-def exact() -> embedders.Embedder:
-    """The same model with float matrix products."""
-    return embedders.create(Settings(embed_quantized=False))
+def int8() -> embedders.Embedder:
+    """The same model with int8 matrix products."""
+    return embedders.create(Settings(embed_quantized=True))
 
 
-@pytest.mark.parametrize(("name", "tolerance"), [("minilm", 0.03), ("exact", 0.005)])
+@pytest.mark.parametrize(("name", "tolerance"), [("minilm", 0.005), ("int8", 0.03)])
 def test_vectors_are_normalised_and_similar_texts_are_close(
     name: str, tolerance: float, request: pytest.FixtureRequest
 ) -> None:
@@ -46,12 +46,12 @@ def test_vectors_are_normalised_and_similar_texts_are_close(
 
 
 def test_batch_size_defaults_per_backend_and_can_be_set() -> None:
-    assert embedders.create(Settings()).batch_size == 1  # an int8 batch shares one scale
-    assert embedders.create(Settings(embed_quantized=False)).batch_size == 4  # fastest on CPU
+    assert embedders.create(Settings()).batch_size == 4  # fastest on CPU
+    assert embedders.create(Settings(embed_quantized=True)).batch_size == 1  # an int8 batch shares one scale
     assert embedders.create(Settings(embed_batch_size=16)).batch_size == 16
 
 
-@pytest.mark.parametrize("name", ["minilm", "exact"])
+@pytest.mark.parametrize("name", ["minilm", "int8"])
 def test_batching_and_ordering_do_not_change_vectors(name: str, request: pytest.FixtureRequest) -> None:
     embedder = request.getfixturevalue(name)
     texts = ["short", "a somewhat longer sentence about proteins", "x " * 400, "medium length text here"]
@@ -67,9 +67,9 @@ def test_long_texts_are_truncated_at_256_word_pieces(minilm: embedders.Embedder)
     assert minilm.model_id.endswith("max256")
 
 
-def test_an_index_tells_the_two_kinds_of_products_apart(minilm: OnnxMiniLM, exact: OnnxMiniLM) -> None:
-    assert minilm.model_id == "onnx:all-MiniLM-L6-v2-int8-quantized:max256"
-    assert exact.model_id == "onnx:all-MiniLM-L6-v2-int8:max256"  # what earlier indexes hold
+def test_an_index_tells_the_two_kinds_of_products_apart(minilm: OnnxMiniLM, int8: OnnxMiniLM) -> None:
+    assert minilm.model_id == "onnx:all-MiniLM-L6-v2-int8:max256"  # what earlier indexes hold
+    assert int8.model_id == "onnx:all-MiniLM-L6-v2-int8-quantized:max256"
 
 
 @pytest.mark.parametrize(("quantized", "products"), [(True, "MatMulInteger"), (False, "MatMul")])
@@ -99,7 +99,7 @@ def test_the_derived_graph_fuses_attention_and_agrees_with_the_shipped_graph(
 def test_the_derived_graph_is_built_once_and_refused_if_its_vectors_differ(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    OnnxMiniLM(tmp_path / "first")
+    OnnxMiniLM(tmp_path / "first", quantized=True)
     cached = next((tmp_path / "first" / "models").glob("minilm-*.onnx"))
     built = cached.stat().st_mtime_ns
 
@@ -108,11 +108,11 @@ def test_the_derived_graph_is_built_once_and_refused_if_its_vectors_differ(
 
     with monkeypatch.context() as patch:
         patch.setattr(minilm_graph, "_derive", fail)
-        OnnxMiniLM(tmp_path / "first")
+        OnnxMiniLM(tmp_path / "first", quantized=True)
     assert cached.stat().st_mtime_ns == built
     monkeypatch.setitem(minilm_graph.MIN_COSINE, True, 1.01)  # no graph can agree this well
     with pytest.raises(EmbeddingError, match="differs from the shipped one"):
-        OnnxMiniLM(tmp_path / "second")
+        OnnxMiniLM(tmp_path / "second", quantized=True)
     assert not list((tmp_path / "second" / "models").iterdir())  # nothing half-written is left
 
 

@@ -12,14 +12,15 @@ of its time outside the matrix products. The derived graph computes the same thi
 3. each layer's attention becomes one ``MultiHeadAttention`` operator, fed the query, key
    and value projections the export already computes and the padding mask.
 
-That graph's vectors equal the shipped graph's to within float rounding, and run ~1.3x
-faster. By default a fourth step follows:
+That graph's vectors equal the shipped graph's to within float rounding, and run 1.1-1.3x
+faster. When asked (``ASSISTANT_EMBED_QUANTIZED``), a fourth step follows:
 
 4. onnxruntime's dynamic quantization makes its matrix products int8 (weights per output
-   channel; activations per tensor, quantized as they arrive), ~2.4x faster than the
+   channel; activations per tensor, quantized as they arrive), ~2.3x faster than the
    shipped graph on this machine's CPU. Its vectors differ a little (cosine 0.994 on
    average to the float ones); SciFact train nDCG@10 of the product's fusion is the same
-   (0.754 against 0.753, `benchmarks/retrieval_signals.py`).
+   (0.754 against 0.753, `benchmarks/retrieval_signals.py`), but the small answer model
+   cites differently (README, "The local embedder").
 
 `derived_graph` checks a derived graph against the shipped one on probe texts before
 caching it, so a graph that computes something else is refused, not used.

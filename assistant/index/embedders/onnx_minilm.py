@@ -39,7 +39,7 @@ class OnnxMiniLM:
     dimension = 384
 
     def __init__(
-        self, cache_dir: Path, quantized: bool = True, max_tokens: int = 256, threads: int = 0,
+        self, cache_dir: Path, quantized: bool = False, max_tokens: int = 256, threads: int = 0,
         batch_size: int | None = None,
     ) -> None:
         from tokenizers import Tokenizer
