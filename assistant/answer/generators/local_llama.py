@@ -22,7 +22,8 @@ _DONE = object()
 
 
 class LocalLlama:
-    """llama-cpp-python with explicit thread counts; one generation at a time.
+    """llama-cpp-python with explicit thread counts; one generation at a time (its thread
+    takes them in turn).
 
     Prompts that start alike are not read twice. The model keeps the last prompt's KV
     cache, and a small RAM cache (``PROMPT_CACHE_BYTES``, a few prompts) keeps earlier
@@ -50,23 +51,21 @@ class LocalLlama:
             verbose=False,
         ).result()
         self.llm.set_cache(llama_cpp.LlamaRAMCache(PROMPT_CACHE_BYTES))
-        self._lock = threading.Lock()
 
     def stream(self, messages: list[Message], max_tokens: int, usage: Usage) -> Iterator[str]:
         """Yield the reply token by token (temperature 0), generated on the model's thread."""
-        with self._lock:
-            deltas: queue.Queue = queue.Queue()
-            stop = threading.Event()
-            self._thread.submit(self._generate, messages, max_tokens, usage, deltas, stop)
-            try:
-                while (item := deltas.get()) is not _DONE:
-                    if isinstance(item, BaseException):
-                        raise item
-                    yield item
-            finally:
-                stop.set()  # the reader left early: the model stops at its next token
-                while item is not _DONE:
-                    item = deltas.get()
+        deltas: queue.Queue = queue.Queue()
+        stop = threading.Event()
+        self._thread.submit(self._generate, messages, max_tokens, usage, deltas, stop)
+        try:
+            while (item := deltas.get()) is not _DONE:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            stop.set()  # the reader left early: the model stops at its next token
+            while item is not _DONE:
+                item = deltas.get()
 
     def _generate(
         self, messages: list[Message], max_tokens: int, usage: Usage, deltas: queue.Queue, stop: threading.Event

@@ -39,7 +39,7 @@ import onnxruntime
 
 from assistant.index.embedders.base import EmbeddingError
 
-LAYERS, HEADS = 6, 12  # all-MiniLM-L6-v2
+LAYERS, HEADS, HIDDEN = 6, 12, 384  # all-MiniLM-L6-v2
 RECIPE = 1  # bump when the derivation changes: cached graphs of other recipes are not used
 PROBES = [
     "A man is eating food.",
@@ -93,18 +93,17 @@ def _derive(source: Path, work: Path, target: Path, quantized: bool) -> None:
     options.graph_optimization_level = onnxruntime.GraphOptimizationLevel.ORT_ENABLE_BASIC
     options.optimized_model_filepath = str(folded)
     onnxruntime.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
-    model = optimizer.optimize_model(str(folded), model_type="bert", num_heads=HEADS, hidden_size=384, opt_level=0)
+    model = optimizer.optimize_model(str(folded), model_type="bert", num_heads=HEADS, hidden_size=HIDDEN, opt_level=0)
 
     graph = model.model.graph
     producer = {output: node for node in graph.node for output in node.output}
     attention = [helper.make_node("Cast", ["attention_mask"], ["key_padding_mask"], to=TensorProto.INT32)]
     for layer in range(LAYERS):
         prefix = f"inner.encoder.layer.{layer}.attention"
-        query, key, value = (_output_of(graph, "Add", f"{prefix}.self.{name}.bias") for name in ("query", "key", "value"))
-        residual = next(
-            node for node in graph.node
-            if node.op_type == "SkipLayerNormalization" and f"{prefix}.output.dense.bias" in node.input
+        query, key, value = (
+            _node_reading(graph, "Add", f"{prefix}.self.{name}.bias").output[0] for name in ("query", "key", "value")
         )
+        residual = _node_reading(graph, "SkipLayerNormalization", f"{prefix}.output.dense.bias")
         context = producer[residual.input[0]].input[0]  # what the output projection reads
         attention.append(helper.make_node(
             "MultiHeadAttention", [query, key, value, "", "key_padding_mask"], [context],
@@ -124,8 +123,9 @@ def _derive(source: Path, work: Path, target: Path, quantized: bool) -> None:
                          extra_options={"MatMulConstBOnly": True})
 
 
-def _output_of(graph: object, op_type: str, initializer: str) -> str:
+def _node_reading(graph: object, op_type: str, initializer: str) -> object:
+    """The graph's ``op_type`` node that reads this weight."""
     for node in graph.node:
         if node.op_type == op_type and initializer in node.input:
-            return node.output[0]
+            return node
     raise EmbeddingError(f"the shipped MiniLM graph has no {op_type} of {initializer}; cannot derive a faster one")
