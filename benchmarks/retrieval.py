@@ -108,7 +108,7 @@ def main() -> None:
 
     rows: list[tuple[str, Assistant, Fusion | None]] = [
         ("BM25 alone (k1 0.9, b 0.4, title x1)", variant(lexical_weight=1.0, **ALONE), None),
-        ("dense alone (MiniLM int8, 128-token chunks, best chunk)", variant(lexical_weight=0.0, **ALONE), None),
+        ("dense alone (MiniLM, 128-token chunks, best chunk)", variant(lexical_weight=0.0, **ALONE), None),
         ("hybrid, default (distribution-based fusion, w 0.5, phrases 0.1, depth 100, "
          "subject bonus 0.15 / 0.5 unique)", variant(), None),
         ("hybrid, phrase BM25 weight 0.05", variant(phrase_weight=0.05), None),
