@@ -37,7 +37,9 @@ from assistant.index.bm25 import Bm25Index, tokenize
 from assistant.index.embedders import create
 from assistant.retrieval import subject_bonuses
 from assistant.settings import Settings
-from retrieval_signals import DEPTH, best_unit, bm25_matrix, cached_vectors, chunk_units, phrase_matrix, variant
+from retrieval_signals import (
+    DEPTH, best_unit, bm25_matrix, cached_vectors, chunk_units, grouped_folds, phrase_matrix, variant,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 FOLDS, SEEDS = 5, (0, 1, 2)
@@ -55,25 +57,6 @@ def scaled_top(row: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     ranks = np.full(len(row), DEPTH + 1.0)
     ranks[top[np.argsort(-values)]] = np.arange(1, DEPTH + 1)
     return top, scaled, ranks
-
-
-def grouped_folds(queries: list[dict], qrels: dict[str, dict[str, int]], seed: int) -> np.ndarray:
-    """A fold per query such that queries linked by a shared gold abstract share a fold."""
-    parent = list(range(len(queries)))
-
-    def root(n: int) -> int:
-        while parent[n] != n:
-            parent[n] = parent[parent[n]]
-            n = parent[n]
-        return n
-
-    first: dict[str, int] = {}
-    for n, query in enumerate(queries):
-        for doc in qrels[query["_id"]]:
-            parent[root(n)] = root(first.setdefault(doc, n))
-    roots = sorted({root(n) for n in range(len(queries))})
-    fold_of = dict(zip(roots, np.random.default_rng(seed).permutation(len(roots)) % FOLDS))
-    return np.array([fold_of[root(n)] for n in range(len(queries))])
 
 
 def main() -> None:
@@ -154,7 +137,7 @@ def main() -> None:
     print(f"product's fused score: nDCG@10 {ndcg(product):.4f}")
     folds = {
         "random folds": lambda seed: np.random.default_rng(seed).permutation(len(queries)) % FOLDS,
-        "folds grouped by gold abstract": lambda seed: grouped_folds(queries, qrels, seed),
+        "folds grouped by gold abstract": lambda seed: grouped_folds(queries, qrels, FOLDS, seed),
     }
     print(f"{'lambdarank, 5-fold CV':52s} {'seeds ' + ' / '.join(map(str, SEEDS)):>24s} {'mean':>7s}")
     for name, make in folds.items():

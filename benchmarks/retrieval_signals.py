@@ -20,7 +20,8 @@ to the product's hybrid, so the choice not to ship them rests on numbers:
   (`assistant.retrieval.fuse_weighted`, top 100 per signal);
 - tuning the product itself: BM25 **k1 and b**, BM25 tokens of **one character** ("IL-6",
   "type 2"), the dense and BM25 weights chosen **per query** (by bins of one feature, each
-  query's bin weights chosen on the other four fifths of the queries), and with
+  query's bin weights chosen on the other four fifths of the queries, split at random and
+  in folds grouped by gold abstract, see `grouped_folds`), and with
   ``--small-chunks`` 64-token chunks (overlap 16) instead of the configured ones;
 - the **subject bonus** the product adds after fusion (`assistant.retrieval.subject_bonuses`:
   abstracts containing a named term of the query that few abstracts contain), at several
@@ -181,12 +182,34 @@ def time_embedding(embedder: Embedder, abstracts: list[Abstract], chunk_size: in
         print(f"{len(abstracts)} abstracts' {len(texts)} {name}: {time.perf_counter() - started:.1f} s", flush=True)
 
 
-def chosen_by_bins(feature: np.ndarray, quality: np.ndarray, bins: int = 3, folds: int = 5) -> np.ndarray:
+def grouped_folds(queries: list[dict], qrels: dict[str, dict[str, int]], folds: int, seed: int = 0) -> np.ndarray:
+    """A fold per query such that queries linked by a shared gold abstract share a fold.
+
+    SciFact's claims come in near-duplicates (a claim and its negation, written from one
+    citing sentence) that share their gold abstract; with random folds a choice learned on
+    one is tested on its twin."""
+    parent = list(range(len(queries)))
+
+    def root(n: int) -> int:
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    first: dict[str, int] = {}
+    for n, query in enumerate(queries):
+        for doc in qrels[query["_id"]]:
+            parent[root(n)] = root(first.setdefault(doc, n))
+    roots = sorted({root(n) for n in range(len(queries))})
+    fold_of = dict(zip(roots, np.random.default_rng(seed).permutation(len(roots)) % folds))
+    return np.array([fold_of[root(n)] for n in range(len(queries))])
+
+
+def chosen_by_bins(feature: np.ndarray, quality: np.ndarray, fold: np.ndarray, bins: int = 3) -> np.ndarray:
     """Per query, the column of ``quality`` (queries × candidate weights) that did best on
     average over the other folds' queries in its ``feature`` bin (edges from those queries)."""
-    fold = np.random.default_rng(0).permutation(len(feature)) % folds
     choice = np.zeros(len(feature), dtype=int)
-    for k in range(folds):
+    for k in np.unique(fold):
         train, test = fold != k, fold == k
         edges = np.quantile(feature[train], np.linspace(0, 1, bins + 1)[1:-1])
         train_bins = np.digitize(feature[train], edges)
@@ -363,10 +386,13 @@ def main() -> None:
         "BM25 gap top-1 to top-10, relative": (top_lexical[:, 0] - top_lexical[:, 9]) / np.maximum(top_lexical[:, 0], 1e-6),
         "query length in BM25 tokens": np.array([len(t) for t in query_tokens], dtype=float),
     }
+    folds = {"random": np.random.default_rng(0).permutation(len(queries)) % 5,
+             "grouped by gold abstract": grouped_folds(queries, qrels, 5)}
     for feature_name, feature in features.items():
-        choice = chosen_by_bins(feature, per_query)
-        rows.append((f"product, weights per query by {feature_name} (3 bins, 5-fold)",
-                     lambda n, choice=choice: by_weight[choice[n]](n)))
+        for fold_name, fold in folds.items():
+            choice = chosen_by_bins(feature, per_query, fold)
+            rows.append((f"product, weights per query by {feature_name} (3 bins, 5 folds {fold_name})",
+                         lambda n, choice=choice: by_weight[choice[n]](n)))
     if args.small_chunks:
         small_work = work.parent / variant(embedder.model_id, *SMALL_CHUNKS)
         small_work.mkdir(exist_ok=True)
