@@ -24,21 +24,19 @@ part of the test run.
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 import lightgbm
 import numpy as np
 import pytrec_eval
 
-from assistant import Abstract
-from assistant.evaluation import read_qrels
 from assistant.index.bm25 import Bm25Index, tokenize
 from assistant.index.embedders import create
-from assistant.retrieval import subject_bonuses
+from assistant.retrieval import _distribution_scaled, subject_bonuses
 from assistant.settings import Settings
 from retrieval_signals import (
-    DEPTH, best_unit, bm25_matrix, cached_vectors, chunk_units, grouped_folds, phrase_matrix, variant,
+    DEPTH, best_unit, bm25_matrix, cached_vectors, chunk_units, grouped_folds, load_scifact, phrase_matrix,
+    random_folds, vector_cache,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -46,16 +44,14 @@ FOLDS, SEEDS = 5, (0, 1, 2)
 MODELS = ((7, 200), (15, 300), (31, 300))  # (leaves, rounds), learning rate 0.05
 
 
-def scaled_top(row: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """A signal's top ``DEPTH`` rows, its distribution-scaled scores (0 outside the top,
-    as the product's fusion) and its ranks (``DEPTH + 1`` outside)."""
+def scaled_top(row: np.ndarray, ids: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A signal's top ``DEPTH`` rows, its scores scaled as the product's fusion scales them
+    (0 outside the top) and its ranks (``DEPTH + 1`` outside)."""
     top = np.argpartition(-row, DEPTH)[:DEPTH]
-    values = row[top].astype(np.float64)
-    mean, spread = values.mean(), 6.0 * values.std()
     scaled = np.zeros(len(row))
-    scaled[top] = (values - (mean - spread / 2)) / spread if spread else 1.0
+    scaled[top] = list(_distribution_scaled({ids[i]: float(row[i]) for i in top}).values())
     ranks = np.full(len(row), DEPTH + 1.0)
-    ranks[top[np.argsort(-values)]] = np.arange(1, DEPTH + 1)
+    ranks[top[np.argsort(-row[top])]] = np.arange(1, DEPTH + 1)
     return top, scaled, ranks
 
 
@@ -67,16 +63,13 @@ def main() -> None:
 
     settings = Settings()
     embedder = create(settings)
-    work = (args.work or settings.cache_dir / "signals") / variant(
-        embedder.model_id, settings.chunk_size, settings.chunk_overlap)
-    work.mkdir(parents=True, exist_ok=True)
-    qrels = read_qrels(args.scifact / "qrels" / "train.tsv")
-    records = [json.loads(line) for line in (args.scifact / "corpus.jsonl").open()]
-    abstracts = [Abstract(id=r["_id"], title=r["title"], text=r["text"], source="scifact") for r in records]
+    work = vector_cache(args.work, settings, embedder)
+    qrels, abstracts, queries = load_scifact(args.scifact, "train.tsv")
     ids = [a.id for a in abstracts]
     row_of = {i: n for n, i in enumerate(ids)}
-    queries = [q for q in map(json.loads, (args.scifact / "queries.jsonl").open()) if q["_id"] in qrels]
     query_texts = [q["text"] for q in queries]
+    rest = 1.0 - settings.phrase_weight  # the product's weights, as `assistant.retrieval.fuse` splits them
+    dense_weight, lexical_weight = rest * (1.0 - settings.lexical_weight), rest * settings.lexical_weight
 
     texts, owners = chunk_units(abstracts, settings.chunk_size, settings.chunk_overlap)
     similarity = cached_vectors(work, "queries", query_texts, embedder) @ cached_vectors(work, "chunks", texts, embedder).T
@@ -91,12 +84,14 @@ def main() -> None:
     features, labels, candidates, product = [], [], [], []
     for n, query in enumerate(queries):
         (top_d, dense_scaled, dense_rank), (top_l, lexical_scaled, lexical_rank), (top_p, phrase_scaled, _) = (
-            scaled_top(dense[n]), scaled_top(lexical[n]), scaled_top(phrases[n]))
+            scaled_top(dense[n], ids), scaled_top(lexical[n], ids), scaled_top(phrases[n], ids))
         pool = np.unique(np.concatenate([top_d, top_l, top_p]))
         bonus = np.zeros(len(ids))
-        for abstract_id, weight in subject_bonuses(query["text"], subject_index, 0.15, 0.5).items():
+        for abstract_id, weight in subject_bonuses(query["text"], subject_index, settings.subject_weight,
+                                                   settings.unique_subject_weight).items():
             bonus[row_of[abstract_id]] = weight
-        fused = 0.45 * dense_scaled + 0.45 * lexical_scaled + 0.1 * phrase_scaled + bonus  # the product's score
+        fused = dense_weight * dense_scaled + lexical_weight * lexical_scaled + settings.phrase_weight * phrase_scaled
+        fused += bonus  # the product's score
         best_cosine, best_bm25 = dense[n].max(), max(lexical[n].max(), 1e-6)
         constant = np.ones(len(pool))
         features.append(np.stack([
@@ -136,7 +131,7 @@ def main() -> None:
     print(f"\nSciFact (train.tsv, {len(queries)} queries; exact scores)")
     print(f"product's fused score: nDCG@10 {ndcg(product):.4f}")
     folds = {
-        "random folds": lambda seed: np.random.default_rng(seed).permutation(len(queries)) % FOLDS,
+        "random folds": lambda seed: random_folds(len(queries), FOLDS, seed),
         "folds grouped by gold abstract": lambda seed: grouped_folds(queries, qrels, FOLDS, seed),
     }
     print(f"{'lambdarank, 5-fold CV':52s} {'seeds ' + ' / '.join(map(str, SEEDS)):>24s} {'mean':>7s}")

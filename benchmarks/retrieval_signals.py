@@ -68,6 +68,23 @@ def variant(model_id: str, chunk_size: int, chunk_overlap: int) -> str:
     return re.sub(r"\W+", "_", f"{model_id}_{chunk_size}_{chunk_overlap}")
 
 
+def vector_cache(work: Path | None, settings: Settings, embedder: Embedder) -> Path:
+    """The folder (made if missing) caching the vectors of this embedder and chunking only."""
+    folder = (work or settings.cache_dir / "signals") / variant(
+        embedder.model_id, settings.chunk_size, settings.chunk_overlap)
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def load_scifact(folder: Path, qrels_file: str) -> tuple[dict[str, dict[str, int]], list[Abstract], list[dict]]:
+    """SciFact's qrels (``qrels/<qrels_file>``), its abstracts and the queries those qrels judge."""
+    qrels = read_qrels(folder / "qrels" / qrels_file)
+    records = [json.loads(line) for line in (folder / "corpus.jsonl").open()]
+    abstracts = [Abstract(id=r["_id"], title=r["title"], text=r["text"], source="scifact") for r in records]
+    queries = [q for q in map(json.loads, (folder / "queries.jsonl").open()) if q["_id"] in qrels]
+    return qrels, abstracts, queries
+
+
 def chunk_units(abstracts: list[Abstract], chunk_size: int, chunk_overlap: int) -> tuple[list[str], list[int]]:
     """The texts embedded for the abstracts' chunks, as ingest makes them, and each one's abstract row."""
     pairs = [(embedding_text(a, piece), n) for n, a in enumerate(abstracts) for piece in chunk(a, chunk_size, chunk_overlap)]
@@ -182,6 +199,11 @@ def time_embedding(embedder: Embedder, abstracts: list[Abstract], chunk_size: in
         print(f"{len(abstracts)} abstracts' {len(texts)} {name}: {time.perf_counter() - started:.1f} s", flush=True)
 
 
+def random_folds(count: int, folds: int, seed: int = 0) -> np.ndarray:
+    """A fold per query, drawn at random."""
+    return np.random.default_rng(seed).permutation(count) % folds
+
+
 def grouped_folds(queries: list[dict], qrels: dict[str, dict[str, int]], folds: int, seed: int = 0) -> np.ndarray:
     """A fold per query such that queries linked by a shared gold abstract share a fold.
 
@@ -245,14 +267,9 @@ def main() -> None:
 
     settings = Settings()
     embedder = create(settings)
-    work = (args.work or settings.cache_dir / "signals") / variant(
-        embedder.model_id, settings.chunk_size, settings.chunk_overlap)  # vectors of these settings only
-    work.mkdir(parents=True, exist_ok=True)
-    qrels = read_qrels(args.scifact / "qrels" / args.qrels)
-    records = [json.loads(line) for line in (args.scifact / "corpus.jsonl").open()]
-    abstracts = [Abstract(id=r["_id"], title=r["title"], text=r["text"], source="scifact") for r in records]
+    work = vector_cache(args.work, settings, embedder)
+    qrels, abstracts, queries = load_scifact(args.scifact, args.qrels)
     ids = [a.id for a in abstracts]
-    queries = [q for q in map(json.loads, (args.scifact / "queries.jsonl").open()) if q["_id"] in qrels]
 
     if args.embed_timing:
         time_embedding(embedder, abstracts[:800], settings.chunk_size, settings.chunk_overlap)
@@ -386,7 +403,7 @@ def main() -> None:
         "BM25 gap top-1 to top-10, relative": (top_lexical[:, 0] - top_lexical[:, 9]) / np.maximum(top_lexical[:, 0], 1e-6),
         "query length in BM25 tokens": np.array([len(t) for t in query_tokens], dtype=float),
     }
-    folds = {"random": np.random.default_rng(0).permutation(len(queries)) % 5,
+    folds = {"random": random_folds(len(queries), 5),
              "grouped by gold abstract": grouped_folds(queries, qrels, 5)}
     for feature_name, feature in features.items():
         for fold_name, fold in folds.items():
