@@ -25,11 +25,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytrec_eval
 
-from assistant.corpus.display import normalize_text
+from assistant.types import Answer
+
+from assistant.corpus.display import normalize_text, sentences
 
 if TYPE_CHECKING:
     from assistant.api import Assistant
-    from assistant.types import Answer, Hit
+    from assistant.types import Hit
 
 QA_MEASURES = {"recall.1,5,10", "recip_rank"}
 BEIR_MEASURES = {"ndcg_cut.10", "recall.100"}
@@ -241,9 +243,35 @@ def evaluate_beir(
     }
 
 
+_NUMBER_FORMS = [
+    (re.compile(r"(?<=\d)[,\u2009\u202f](?=\d{3}\b)"), ""),  # 8,192 -> 8192
+    (re.compile(r"(?<=\d)\s+(?=%)"), ""),  # 21.5 % -> 21.5%
+    (re.compile(r"(?<=\d)\s*(?:percent|per cent)\b"), "%"),
+    (re.compile(r"(?<=\d)\s*(?:K|k)\b"), " thousand"),
+    (re.compile(r"(?<=\d)\s*M\b"), " million"),
+    (re.compile(r"(?<=\d)\s*(?:B|bn)\b"), " billion"),
+    (re.compile(r"(?<=\d)\s*T\b"), " trillion"),
+    (re.compile(r"(?<=\d)\s*(?:x|×|times)(?![A-Za-z])", re.IGNORECASE), " x"),  # 3.3x, 3.3times -> 3.3 x
+    (re.compile(r"[\u2212\u2013]"), "-"),
+]
+
+
+def _number_forms(text: str) -> str:
+    """One spelling per number: thousands separators, "%" and scale suffixes normalised."""
+    for pattern, replacement in _NUMBER_FORMS:
+        text = pattern.sub(replacement, text)
+    return text.lower()
+
+
 def _contains(text: str, fact: str) -> bool:
-    """Whole-word, case-insensitive containment."""
-    return re.search(rf"(?<!\w){re.escape(fact.lower())}(?!\w)", text.lower()) is not None
+    """Whole-word, case-insensitive containment, numbers compared in one spelling
+    ("570M" states "570 million", "8192" states "8,192")."""
+    return re.search(rf"(?<!\w){re.escape(_number_forms(fact))}(?!\w)", _number_forms(text)) is not None
+
+
+def cited_text(answer: Answer) -> str:
+    """The sentences of an answer that carry a citation marker."""
+    return " ".join(s for s in sentences(answer.text) if re.search(r"\[\d+\]", s))
 
 
 def evaluate_answers(
@@ -314,4 +342,115 @@ def evaluate_answers(
         "model": rows[0]["model"] if rows else assistant.settings.llm_model,
         "by_type": {name: summarise(group) for name, group in sorted(groups.items())},
         "questions": rows,
+    }
+
+
+SCRIPTED_KINDS = ("correct", "wrong_source", "altered", "partial", "refusal")
+
+
+def _scripted_outcome(row: dict[str, Any], answer: Answer, gold: set[str], missing: list[int]) -> dict[str, Any]:
+    """What one scripted reply became, and whether that is right for its kind (see
+    `evaluate_scripted`), with the reason when it is not."""
+    cited = {c.abstract.id for c in answer.citations}
+    shown = cited_text(answer)
+    facts = [f for f in row.get("must_contain", []) if not _contains(shown, f)]
+    outcome: dict[str, Any] = {
+        "id": row["id"], "kind": row["kind"], "type": row.get("type", "untyped"),
+        "abstained": answer.abstained, "reason": answer.abstain_reason, "answer": answer.text,
+    }
+    problem = None
+    if row["kind"] in ("correct", "wrong_source", "partial"):
+        if answer.abstained:
+            problem = f"abstained ({answer.abstain_reason})"
+        elif cited != gold:
+            problem = f"cited {len(cited & gold)} of {len(gold)} gold abstracts and {len(cited - gold)} others"
+        elif facts:
+            problem = f"not in a cited sentence: {', '.join(facts)}"
+        if row["kind"] == "partial" and not answer.abstained and _squash(row["refusal"]) in _squash(answer.text):
+            problem = "the refusal sentence was kept"
+    elif row["kind"] == "altered":
+        if _contains(shown, row["altered"]["to"]):
+            problem = f"the altered {row['altered']['to']} is in a cited sentence"
+    elif row["kind"] == "refusal":
+        if not answer.abstained or answer.citations:
+            problem = "a refusal was given as an answer"
+        elif answer.abstain_reason not in ("model_declined", "low_relevance"):  # low_relevance: never asked
+            problem = f"abstained as {answer.abstain_reason}, not model_declined"
+    if problem and missing:
+        problem += f" (source {', '.join(map(str, missing))} of the reply was not in the prompt)"
+    outcome["ok"] = problem is None
+    outcome["problem"] = problem
+    outcome["refusal_cited"] = (
+        (row["kind"] == "refusal" and (bool(answer.citations) or not answer.abstained))
+        or (row["kind"] == "partial" and _squash(row["refusal"]) in _squash(shown))
+    )
+    return outcome
+
+
+def _squash(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", " ", text.lower()).strip()
+
+
+def evaluate_scripted(
+    assistant: Assistant,
+    path: str | Path,
+    program: Callable[[dict[str, Any]], Any],
+    limit: int | None = None,
+    progress: bool = False,
+) -> dict[str, Any]:
+    """Grounding on scripted replies (``tests/data/claims.jsonl``): each row's reply comes
+    from a scripted model, which ``program(row)`` sets up before the row's question is
+    asked; what it returns may say, as ``.missing``, which referenced sources the prompt did
+    not show.
+
+    Kinds of rows and what counts as right:
+    - correct: a capable model's correct answer. *Kept*: answered, citing exactly the gold
+      abstracts, every ``must_contain`` fact in a cited sentence;
+    - wrong_source: the same answer citing the wrong source numbers. *Re-attributed*: as kept;
+    - altered: the answer with one number changed. *Caught*: the altered number is in no
+      cited sentence;
+    - partial: a supported sentence and a refusal. Kept, and the refusal dropped;
+    - refusal: only a refusal. Abstained as ``model_declined`` (or as ``low_relevance``,
+      without asking the model), nothing cited.
+    ``refusals_cited`` counts refusal sentences shown as (cited) answers.
+    """
+    rows = load_qa(path)[:limit]
+    assistant.ensure_corpus()
+    gold = gold_ids(assistant, [
+        {"id": f"{r['id']}#{k}", "gold": [{"prefix": p}]} for r in rows for k, p in enumerate(r["sources"])
+    ])
+    outcomes = []
+    for number, row in enumerate(rows, start=1):
+        script = program(row)
+        answer = assistant.ask(row["question"])
+        referenced = (
+            set(range(len(row["sources"]))) if row["kind"] == "wrong_source"
+            else {int(i) for i in re.findall(r"\[@(\d+)\]", row["reply"])}
+        )
+        wanted = {i for k in referenced for i in gold[f"{row['id']}#{k}"]}
+        outcome = _scripted_outcome(row, answer, wanted, list(getattr(script, "missing", [])))
+        outcomes.append(outcome)
+        if progress:
+            print(f"[{number}/{len(rows)}] {row['id']}: {'ok' if outcome['ok'] else outcome['problem']}", flush=True)
+
+    def rate(kind: str, group: list[dict[str, Any]] | None = None) -> float | None:
+        chosen = [o for o in (group or outcomes) if o["kind"] == kind]
+        return _mean([float(o["ok"]) for o in chosen]) if chosen else None
+
+    by_type: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for outcome in outcomes:
+        by_type["all"].append(outcome)
+        by_type[outcome["type"]].append(outcome)
+    return {
+        "file": str(path),
+        "rows": {kind: sum(o["kind"] == kind for o in outcomes) for kind in SCRIPTED_KINDS},
+        "kept": rate("correct"),
+        "reattributed": rate("wrong_source"),
+        "altered_caught": rate("altered"),
+        "partial_kept": rate("partial"),
+        "declined": rate("refusal"),
+        "refusals_cited": sum(o["refusal_cited"] for o in outcomes),
+        "kept_by_type": {name: rate("correct", group) for name, group in sorted(by_type.items())},
+        "failures": [{k: o[k] for k in ("id", "problem", "answer")} for o in outcomes if not o["ok"]],
+        "outcomes": outcomes,
     }

@@ -75,3 +75,29 @@ def test_dev_questions_find_their_gold_abstracts(sample_index: Assistant) -> Non
     assert signal["questions"] == {"answerable": 34, "unanswerable": 6}
     assert signal["auc"]["relevance"] > 0.75, "unanswerable questions get lower relevance"
     assert signal["gated"]["answerable"] == 0.0, "the gate withholds no answerable question"
+
+
+def test_scripted_answers_are_scored_by_kind(tmp_path: Path) -> None:
+    """The scoring rules of `evaluate_scripted`, on hand-made outcomes (pure logic)."""
+    from assistant.types import Abstract, Citation
+
+    gold = Abstract(id="g", text="Gold.", title="G", source="s")
+    other = Abstract(id="o", text="Other.", title="O", source="s")
+
+    def outcome(kind: str, text: str, cited: list[Abstract], **row: object) -> dict:
+        answer = evaluation.Answer(text=text, citations=[Citation(i + 1, a) for i, a in enumerate(cited)],
+                                   abstained=not cited, abstain_reason=None if cited else "model_declined")
+        return evaluation._scripted_outcome({"id": "x", "kind": kind, **row}, answer, {"g"}, [])
+
+    assert outcome("correct", "It has 135 billion parameters [1].", [gold], must_contain=["135"])["ok"]
+    assert outcome("correct", "It has 135B parameters [1].", [gold], must_contain=["135 billion"])["ok"]
+    assert not outcome("correct", "It has 135B parameters [1].", [other], must_contain=["135"])["ok"]
+    assert not outcome("correct", "It has 135B parameters. More [1].", [gold], must_contain=["135"])["ok"]
+    assert outcome("altered", "It has 145B parameters. More [1].", [gold], altered={"from": "135B", "to": "145B"})["ok"]
+    assert not outcome("altered", "It has 145B parameters [1].", [gold], altered={"from": "135B", "to": "145B"})["ok"]
+    refused = outcome("refusal", "The indexed abstracts do not answer this question.", [])
+    assert refused["ok"] and not refused["refusal_cited"]
+    cited = outcome("refusal", "The sources do not say [1].", [other])
+    assert not cited["ok"] and cited["refusal_cited"]
+    kept = outcome("partial", "It has 135B parameters [1].", [gold], must_contain=["135"], refusal="The sources do not say.")
+    assert kept["ok"] and not kept["refusal_cited"]
