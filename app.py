@@ -78,7 +78,7 @@ def build(assistant: Assistant) -> gr.Blocks:
                 if examples:
                     gr.Examples(examples=[[q] for q in examples], inputs=[message], label="Example questions")
                 with gr.Accordion("Settings", open=False):
-                    k = gr.Slider(1, 10, value=s.top_k, step=1, label="Number of sources")
+                    k = gr.Slider(1, 10, value=s.context.top_k, step=1, label="Number of sources")
                     source = gr.Dropdown(choices, value=ALL_SOURCES, label="Search only in")
                     gr.Textbox(f"{s.llm_model} ({s.llm_backend})", label="Model", interactive=False)
                     new_chat = gr.Button("New chat")
@@ -97,7 +97,7 @@ def build(assistant: Assistant) -> gr.Blocks:
                 )
 
         def respond(
-            text: str, chat: Chat | None, k: float = s.top_k, source: str = ALL_SOURCES
+            text: str, chat: Chat | None, k: float = s.context.top_k, source: str = ALL_SOURCES
         ) -> Iterator[tuple[str, list[Turn], Any, Chat]]:
             chat = chat or assistant.chat()
             shown = _history(chat) + [

@@ -16,8 +16,7 @@ from collections.abc import Iterator  # noqa: E402
 from typing import Any  # noqa: E402
 
 from assistant.answer.generators import GenerationError  # noqa: E402
-from assistant.answer.pipeline import Chat  # noqa: E402
-from assistant.api import Assistant, QuestionError  # noqa: E402
+from assistant.api import Assistant, Chat, QuestionError  # noqa: E402
 from assistant.retrieval import SearchFilters  # noqa: E402
 from assistant.settings import Settings  # noqa: E402
 from assistant.types import (  # noqa: E402

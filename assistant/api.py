@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from assistant.answer import generators
-from assistant.answer.pipeline import Chat, final, stream_answer
+from assistant.answer.pipeline import Parts, condense, final, stream_answer
 from assistant.index import embedders
 from assistant.index.bm25 import Bm25Index
 from assistant.index.ingest import ingest as run_ingest
@@ -155,10 +155,14 @@ class Assistant:
     ) -> Iterator[str | Answer]:
         """Yield the answer's text as the model writes it, then the verified `Answer`.
 
-        ``k`` abstracts are retrieved (default: the ``top_k`` setting), restricted by
+        ``k`` abstracts are retrieved (default: ``Settings.context.top_k``), restricted by
         ``filters`` as in `search`.
         """
-        return stream_answer(self, check_question(question), k=k, filters=filters)
+        return stream_answer(self.answering(), check_question(question), k=k, filters=filters)
+
+    def answering(self) -> Parts:
+        """What the answer pipeline uses (the generator loads here, on first use)."""
+        return Parts(self.search, self.embedder, self.generator, self.bm25, self.settings)
 
     def ask(
         self,
@@ -194,3 +198,33 @@ class Assistant:
         """Delete everything in this index (vectors, abstracts and the BM25 index)."""
         self.store.reset()
         self.refresh_lexical(force=True)
+
+
+class Chat:
+    """A multi-turn conversation: follow-ups are rewritten into standalone questions
+    (using the last ``max_turns`` turns) before retrieval."""
+
+    def __init__(self, assistant: Assistant, max_turns: int = 3) -> None:
+        self.assistant = assistant
+        self.max_turns = max_turns
+        self.history: list[tuple[str, Answer]] = []
+
+    def ask_stream(self, question: str, **options: Any) -> Iterator[str | Answer]:
+        """Like `Assistant.ask_stream` (same options), for the next turn of this conversation."""
+        question = check_question(question)
+        standalone = None
+        if self.history:
+            recent = self.history[-self.max_turns :]
+            standalone = condense(self.assistant.generator, recent, question, 96)
+        for item in stream_answer(self.assistant.answering(), question, standalone, **options):
+            if isinstance(item, Answer):
+                self.history.append((question, item))
+            yield item
+
+    def ask(self, question: str, **options: Any) -> Answer:
+        """The next turn's `Answer`."""
+        return final(self.ask_stream(question, **options))
+
+    def reset(self) -> None:
+        """Forget the conversation."""
+        self.history.clear()

@@ -72,6 +72,8 @@ def _print_answer(stream) -> Answer:
         print(f"  (not supported by any source: {sentence})")
     for claim in answer.set_aside:
         print(f"  (left out, only a source ranked well below the best supports it: {claim})")
+    for sentence in answer.declined:
+        print(f"  (dropped, it says the sources do not answer: {sentence})")
     if not answer.abstained:
         print(f"  [{answer.model}; first token {answer.timings.get('first_token', 0):.1f} s, "
               f"total {answer.timings['total']:.1f} s]")

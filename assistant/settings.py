@@ -7,7 +7,7 @@ This is the only module that reads the environment for configuration.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from platformdirs import user_cache_dir, user_data_dir
 from pydantic import Field, SecretStr, model_validator
@@ -15,6 +15,14 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 BUNDLED_CORPUS = PROJECT_ROOT / "data"
+
+
+class AnswerContext(NamedTuple):
+    """What the answering model is shown: the style, its token budget, abstracts retrieved."""
+
+    style: Literal["sentences", "abstracts"]
+    tokens: int
+    top_k: int
 
 
 class Settings(BaseSettings):
@@ -101,7 +109,12 @@ class Settings(BaseSettings):
     )
 
     # Retrieval (defaults chosen on SciFact train queries: benchmarks/retrieval.py)
-    top_k: int = Field(default=5, description="Abstracts passed to the answer step.")
+    top_k: int | None = Field(
+        default=None,
+        ge=1,
+        description="Abstracts retrieved for the answer step (default: 5 in the `sentences` context style; "
+        "10 in the `abstracts` style, which shows as many of them whole as fit its budget).",
+    )
     fusion_depth: int = Field(
         default=100, description="Results taken from each side (dense, BM25) before fusion."
     )
@@ -152,9 +165,20 @@ class Settings(BaseSettings):
         default=4096, description="Context window of the local model, in tokens."
     )
     llm_max_tokens: int = Field(default=200, description="Most tokens an answer may have.")
+    context_style: Literal["auto", "sentences", "abstracts"] = Field(
+        default="auto",
+        description="What the model reads of each source: `sentences` (those closest to the question, "
+        "within context_tokens: lean prompts for the local model), `abstracts` (whole abstracts, best hit "
+        "first, within abstracts_context_tokens: for a capable model); `auto`: sentences for the local "
+        "backend, abstracts for openai.",
+    )
     context_tokens: int = Field(
         default=400,
-        description="Token budget of the sources shown to the model (their best sentences).",
+        description="Token budget of the sources shown to the model in the `sentences` style.",
+    )
+    abstracts_context_tokens: int = Field(
+        default=2000,
+        description="Token budget of the sources shown to the model in the `abstracts` style.",
     )
     source_score_ratio: float = Field(
         default=0.5,
@@ -162,8 +186,9 @@ class Settings(BaseSettings):
     )
     citation_score_ratio: float = Field(
         default=0.65,
-        description="Sources an answer may cite must score at least this share of the best hit; "
-        "a claim only a weaker source supports is left out of the answer (`Answer.set_aside`).",
+        description="Sources scoring below this share of the best hit are guarded against padding: a claim "
+        "only they support is left out of the answer (`Answer.set_aside`), unless the model read them whole "
+        "(`abstracts` style) and they support it strongly.",
     )
     min_relevance: float = Field(
         default=0.45,
@@ -220,6 +245,16 @@ class Settings(BaseSettings):
         if self.chunk_overlap >= self.chunk_size:
             raise ValueError("chunk_overlap must be smaller than chunk_size")
         return self
+
+    @property
+    def context(self) -> AnswerContext:
+        """The context style in effect, its token budget and how many abstracts it draws on."""
+        style = self.context_style
+        if style == "auto":
+            style = "abstracts" if self.llm_backend == "openai" else "sentences"
+        if style == "abstracts":
+            return AnswerContext(style, self.abstracts_context_tokens, self.top_k or 10)
+        return AnswerContext(style, self.context_tokens, self.top_k or 5)
 
     @property
     def chroma_dir(self) -> Path:

@@ -97,7 +97,7 @@ class Usage:
 @dataclass(frozen=True)
 class Citation:
     """A numbered reference in an answer: the abstract, the sentence(s) of it that support
-    the answer, and how strongly (share of the claim's content words found in it)."""
+    the answer, and how strongly (the best support score of the claims citing it, 0-1)."""
 
     number: int
     abstract: Abstract
@@ -113,7 +113,8 @@ class Answer:
     (``abstain_reason``: low_relevance, model_declined, unsupported or subject_not_cited);
     an abstention carries no citations. ``sources`` are the hits the model saw;
     ``unsupported`` the answer sentences no source supports; ``set_aside`` the claims left
-    out of ``text`` because only a source ranked well below the best supports them;
+    out of ``text`` because only a source ranked well below the best supports them, and
+    weakly; ``declined`` the model's sentences saying the sources do not answer (never cited);
     ``timings`` are seconds (retrieve, first_token, total); ``raw_text`` is what the model
     wrote before citations were verified.
     """
@@ -125,6 +126,7 @@ class Answer:
     abstain_reason: str | None = None
     unsupported: list[str] = field(default_factory=list)
     set_aside: list[str] = field(default_factory=list)
+    declined: list[str] = field(default_factory=list)
     question: str = ""
     model: str = ""
     timings: dict[str, float] = field(default_factory=dict)

@@ -1,7 +1,14 @@
-"""Word-level helpers shared by retrieval (subject terms), context selection and citation checks."""
+"""Word-level helpers shared by retrieval (subject terms), context selection and citation checks.
+
+Numbers are compared as quantities, not strings: "2.4B", "2.4 billion" and "2,400 million"
+are one value, "21.5 %" and "21.5 percent" one number, and a source that writes "three"
+states 3. Names are the words a claim may only use when its source has them: acronyms,
+CamelCase, words with digits and capitalised words inside a sentence.
+"""
 
 from __future__ import annotations
 
+import math
 import re
 
 import Stemmer
@@ -9,7 +16,28 @@ from bm25s.stopwords import STOPWORDS_EN
 
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9\-]*|\d+(?:\.\d+)?")
 _NUMBER = re.compile(r"(?<![\d.])\d+(?:\.\d+)?(?![\d])")
-_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}\b)")
+_THOUSANDS = re.compile(r"(?<=\d)[,\u2009\u202f](?=\d{3}\b)")
+_QUANTITY = re.compile(
+    r"(?<![\d.])(\d+(?:\.\d+)?)(?:\s?(thousand|million|billion|trillion)\b|([kKMBT]|bn)(?![A-Za-z\d]))?"
+)
+_WORD_QUANTITY = re.compile(
+    r"\b(one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen"
+    r"|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred)"
+    r"(?:\s(thousand|million|billion|trillion)\b)?",
+    re.IGNORECASE,
+)
+_NUMBER_WORDS = {
+    word: value
+    for value, word in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen "
+        "seventeen eighteen nineteen twenty".split()
+    )
+} | {"thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100}
+_EXPONENTS = {
+    "thousand": 3, "k": 3, "million": 6, "m": 6, "billion": 9, "b": 9, "bn": 9, "trillion": 12, "t": 12,
+}
+_NAME_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9\-']*[A-Za-z0-9]|[A-Z]")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\(\s*)$")
 _LOWER_SUFFIX = re.compile(r"(?<=[A-Za-z0-9])(?:-[a-z]+)+$")
 _STEMMER = Stemmer.Stemmer("english")
 _OPENERS = {
@@ -23,10 +51,12 @@ _STOP = set(STOPWORDS_EN) | {
 }
 
 
-def content_words(text: str) -> set[str]:
-    """Stemmed, lower-cased words that carry content."""
+def content_words(text: str, with_numbers: bool = True) -> set[str]:
+    """Stemmed, lower-cased words that carry content (numbers too, unless ``with_numbers``
+    is False: `quantities` compares those)."""
     words = [w.lower() for w in _WORD.findall(text)]
-    return set(_STEMMER.stemWords([w for w in words if w not in _STOP and (len(w) > 2 or w.isdigit())]))
+    kept = [w for w in words if w not in _STOP and (len(w) > 2 or w.isdigit()) and (with_numbers or not w[0].isdigit())]
+    return set(_STEMMER.stemWords(kept))
 
 
 def share(asked: set[str], text: str) -> float:
@@ -37,6 +67,87 @@ def share(asked: set[str], text: str) -> float:
 def numbers(text: str) -> set[str]:
     """The numbers in a text, thousands separators removed ("8,192" → "8192")."""
     return set(_NUMBER.findall(_THOUSANDS.sub("", text)))
+
+
+Quantity = tuple[float, int]  # (mantissa, power of ten its scale word or suffix gives; 0 for none)
+
+
+def quantities(text: str, words: bool = False) -> set[Quantity]:
+    """The numbers of a text as (mantissa, exponent): "13.2T" → (13.2, 12), "8,192" →
+    (8192, 0). With ``words``, numbers written as words count too ("three", "one billion"):
+    a source may spell out what a claim writes in digits."""
+    text = _THOUSANDS.sub("", text)
+    found = {
+        (float(m.group(1)), _EXPONENTS.get((m.group(2) or m.group(3) or "").lower(), 0))
+        for m in _QUANTITY.finditer(text)
+    }
+    if words:
+        found |= {
+            (float(_NUMBER_WORDS[m.group(1).lower()]), _EXPONENTS.get((m.group(2) or "").lower(), 0))
+            for m in _WORD_QUANTITY.finditer(text)
+        }
+    return found
+
+
+def _same_quantity(a: Quantity, b: Quantity) -> bool:
+    """Equal values ("2.4 billion" = "2,400 million"), or equal mantissas where one side
+    names no scale ("2.4" in "2.4 billion parameters" against "2.4B")."""
+    if math.isclose(a[0] * 10.0 ** a[1], b[0] * 10.0 ** b[1], rel_tol=1e-9):
+        return True
+    return (a[1] == 0 or b[1] == 0) and math.isclose(a[0], b[0], rel_tol=1e-9)
+
+
+def unstated_numbers(claim: str, source: str) -> list[str]:
+    """The numbers of a claim (written in digits) that the source does not state."""
+    stated = quantities(source, words=True)
+    return [f"{m:g}" + ("e" + str(e) if e else "") for m, e in sorted(quantities(claim)) if not quantity_stated((m, e), stated)]
+
+
+def names(text: str) -> set[str]:
+    """The claim words that name something, lower-cased: acronyms, CamelCase and words with
+    digits ("NFNets", "GPT-4"), and other capitalised words, except sentence openers that
+    name nothing: stop and discourse words, adverbs ("Specifically"), and verb forms
+    ("Measured by recall ...", "Using ..."). A lower-case suffix is not part of the name
+    ("DenseNet-based" → "densenet")."""
+    found = set()
+    for match in _NAME_TOKEN.finditer(text):
+        word = _LOWER_SUFFIX.sub("", re.sub(r"'s?$", "", match.group(0)))
+        if len(word) < 2 or not any(c.isupper() for c in word) and not any(c.isdigit() for c in word):
+            continue
+        inner = any(c.isupper() for c in word[1:]) or any(c.isdigit() for c in word)
+        opens = bool(_SENTENCE_START.search(text[: match.start()]))
+        verb_form = opens and word[1:].islower() and word.endswith(("ed", "ing"))
+        if inner or not (_opener(word) or verb_form):
+            found.add(word.lower())
+    return found
+
+
+def quantity_stated(quantity: Quantity, stated: set[Quantity]) -> bool:
+    """Whether a text stating ``stated`` (see `quantities`) states this quantity."""
+    return any(_same_quantity(quantity, s) for s in stated)
+
+
+def unstated_names(claim: str, source: str) -> list[str]:
+    """The names of a claim that the source does not contain, as written or, for an acronym,
+    spelled out ("LLMs" is stated by "large language models")."""
+    lowered = source.lower()
+    initials = "".join(w[0] for w in re.findall(r"[a-z0-9]+", lowered))
+    missing = []
+    for name in sorted(names(claim)):
+        if name in lowered:
+            continue
+        acronym = name[:-1] if name.endswith("s") and len(name) > 2 else name
+        if acronym.isalpha() and 2 <= len(acronym) <= 6 and acronym in initials and _spelled_out(acronym, lowered):
+            continue
+        missing.append(name)
+    return missing
+
+
+def _spelled_out(acronym: str, lowered: str) -> bool:
+    """Whether consecutive words of the source start with the acronym's letters."""
+    words = re.findall(r"[a-z0-9]+", lowered)
+    n = len(acronym)
+    return any("".join(w[0] for w in words[i : i + n]) == acronym for i in range(len(words) - n + 1))
 
 
 def named_terms(text: str) -> set[str]:

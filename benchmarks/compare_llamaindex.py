@@ -42,9 +42,11 @@ from pydantic import PrivateAttr
 from assistant import Abstract, Answer, Assistant, Citation, corpus, evaluation
 from assistant.answer.citations import _MARKER, parse_marker
 from assistant.answer.generators import Generator, Usage
-from assistant.answer.pipeline import DECLINE
+from assistant.answer.refusals import is_refusal
 from assistant.index.embedders import Embedder
 from assistant.settings import BUNDLED_CORPUS
+
+import results
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -135,7 +137,7 @@ def plain_answer(engine: CitationQueryEngine, by_id: dict[str, Abstract], model:
                 if abstract and abstract not in cited:
                     cited.append(abstract)
     return Answer(text=text, citations=[Citation(i, a) for i, a in enumerate(cited, start=1)],
-                  abstained=not text or bool(DECLINE.search(text)), question=question, model=model,
+                  abstained=not text or is_refusal(text), question=question, model=model,
                   timings=timings)
 
 
@@ -218,6 +220,16 @@ def main() -> None:
         print(f"| {name} | {cells[0]} | {cells[1]} | {cells[2]}{'×' if ratio else ''} |")
     print("\nratio: this project / plain for quality and throughput, plain / this project for latency "
           "(> 1: this project is better)")
+    table = []
+    for name, plain_value, our_value, better in rows:
+        ratio = (our_value / plain_value if better == "higher" else plain_value / our_value) if plain_value and our_value else None
+        value = f"{plain_value:.3f} / {our_value:.3f}" + (f" ({ratio:.2f}×)" if ratio else "")
+        key = {"answer total p50, s": "side_by_side_total", "citation precision": "side_by_side_precision",
+               "ingest, abstracts/s": "side_by_side_ingest"}.get(name, "")
+        table.append(results.row(key, f"{name}: plain LlamaIndex / this project (ratio, > 1: ours better)", value))
+    results.save("side_by_side", "Side by side with a plain LlamaIndex pipeline", table,
+                 note=f"{len(unique)} abstracts, {len(questions[: args.limit])} questions, model {model}, "
+                      f"embedder {ours.embedder.model_id}; same embedder and LLM for both.")
 
 
 if __name__ == "__main__":

@@ -101,3 +101,25 @@ def test_scripted_answers_are_scored_by_kind(tmp_path: Path) -> None:
     assert not cited["ok"] and cited["refusal_cited"]
     kept = outcome("partial", "It has 135B parameters [1].", [gold], must_contain=["135"], refusal="The sources do not say.")
     assert kept["ok"] and not kept["refusal_cited"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("claims", "kept"), [("claims.jsonl", 0.97), ("claims-heldout.jsonl", 0.85)])
+def test_grounding_of_a_capable_models_answers_meets_its_targets(sample_index: Assistant, claims: str, kept: float) -> None:
+    """Correct answers in a capable model's style (own paraphrases; ``claims.jsonl`` for the dev
+    questions, ``claims-heldout.jsonl`` for questions never tuned on) are kept, altered numbers
+    caught, wrong source numbers re-attributed, and refusals never cited, through the real
+    `openai` client and the real pipeline. Held-out misses are retrieval's (the gold abstract
+    outside the top 10, or under the relevance gate), not the claim check's."""
+    from scripted_server import MODEL, ScriptedServer
+
+    with ScriptedServer() as server:
+        capable = Assistant(sample_index.settings, llm_backend="openai", llm_model=MODEL, openai_base_url=server.base_url)
+        result = evaluation.evaluate_scripted(
+            capable, DEV.parent / claims, lambda row: server.script(row["question"], row["reply"], row["sources"])
+        )
+    assert result["kept"] >= kept, result["failures"]
+    assert result["altered_caught"] >= 0.98 and result["refusals_cited"] == 0, result["failures"]
+    assert result["reattributed"] >= kept and result["declined"] == 1.0, result["failures"]
+    missed = [f for f in result["failures"] if "not in the prompt" not in f["problem"] and "low_relevance" not in f["problem"]]
+    assert missed == [], missed

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from assistant import Answer, Assistant, QuestionError
 from assistant.answer.pipeline import ABSTAIN_TEXT, condense
+
+from scripted_server import MODEL, ScriptedServer
 
 DEV = {item["id"]: item for item in map(json.loads, (Path(__file__).parent / "data" / "dev.jsonl").read_text().splitlines())}
 
@@ -122,3 +125,71 @@ def test_a_yes_or_no_question_about_a_named_paper_gets_a_cited_verdict(sample_in
     answer = sample_index.ask("Does DReSD use dense retrieval?")
     assert not answer.abstained and answer.text.lower().startswith("yes")
     assert "(DReSD)" in answer.citations[0].abstract.text
+
+
+# A capable model through the `openai` backend: a scripted OpenAI-compatible server replies
+# as such a model would (paraphrased, its own number formats), via the real client.
+
+@pytest.fixture(scope="module")
+def scripted() -> Iterator[ScriptedServer]:
+    with ScriptedServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def capable(sample_index: Assistant, scripted: ScriptedServer) -> Assistant:
+    return Assistant(sample_index.settings, llm_backend="openai", llm_model=MODEL, openai_base_url=scripted.base_url)
+
+
+PANGU = DEV["dev-001"]
+PANGU_PREFIX = PANGU["gold"][0]["prefix"]
+PARAPHRASE = ("Pangu Ultra, a dense model with 135B parameters, keeps its deep training stable with depth-scaled "
+              "sandwich normalization, which removes the loss spikes [@0].")
+
+
+def test_a_capable_models_paraphrase_is_verified_and_cited(capable: Assistant, scripted: ScriptedServer) -> None:
+    scripted.script(PANGU["question"], PARAPHRASE, [PANGU_PREFIX])
+    answer = capable.ask(PANGU["question"])
+    assert not answer.abstained, answer.raw_text
+    assert answer.text.endswith("[1].") and "135B" in answer.text and answer.model == MODEL
+    assert [c.abstract.text[:60] for c in answer.citations] == [PANGU_PREFIX]
+    assert all(e in answer.citations[0].abstract.text for e in answer.citations[0].evidence)
+    prompt = scripted.prompts[-1]
+    assert answer.citations[0].abstract.text in prompt, "the openai backend reads whole abstracts"
+
+
+def test_a_wrong_source_number_is_moved_to_the_abstract_that_states_it(capable: Assistant, scripted: ScriptedServer) -> None:
+    scripted.script(PANGU["question"], PARAPHRASE.replace("[@0]", "[@other]"), [PANGU_PREFIX])
+    answer = capable.ask(PANGU["question"])
+    assert "[@" not in scripted.prompts[-1] and not answer.abstained
+    assert [c.abstract.text[:60] for c in answer.citations] == [PANGU_PREFIX]
+
+
+def test_an_altered_number_is_never_shown_as_cited(capable: Assistant, scripted: ScriptedServer) -> None:
+    scripted.script(PANGU["question"], PARAPHRASE.replace("135B", "145B"), [PANGU_PREFIX])
+    answer = capable.ask(PANGU["question"])
+    assert answer.abstained and answer.abstain_reason == "unsupported" and answer.citations == []
+
+
+@pytest.mark.parametrize("refusal", [
+    "The provided sources do not contain information that answers this question.",
+    "I cannot answer this question based on the given abstracts.",
+    "None of the sources mention this [1].",
+])
+def test_a_refusal_is_never_cited_and_abstains_as_model_declined(
+    capable: Assistant, scripted: ScriptedServer, refusal: str
+) -> None:
+    question = DEV["dev-035"]["question"]  # unanswerable, yet it passes the relevance gate
+    scripted.script(question, refusal)
+    answer = capable.ask(question)
+    assert answer.abstained and answer.abstain_reason == "model_declined", answer.text
+    assert answer.citations == [] and answer.text == ABSTAIN_TEXT and answer.declined
+
+
+def test_a_partial_answer_keeps_what_is_supported_and_drops_the_refusal(capable: Assistant, scripted: ScriptedServer) -> None:
+    scripted.script(PANGU["question"], "Pangu Ultra keeps training stable with depth-scaled sandwich normalization [@0]. "
+                    "The abstract does not say how long training took.", [PANGU_PREFIX])
+    answer = capable.ask(PANGU["question"])
+    assert not answer.abstained and answer.text == ("Pangu Ultra keeps training stable with depth-scaled sandwich "
+                                                     "normalization [1].")
+    assert answer.declined == ["The abstract does not say how long training took."]

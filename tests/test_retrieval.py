@@ -169,8 +169,8 @@ def test_a_paper_named_in_the_question_is_ranked_among_the_sources(sample_index:
         hits = Assistant(sample_index.settings, **settings).search(question, k=10)
         return next(h.rank for h in hits if "we introduce Time-MoE" in h.abstract.text)
 
-    assert rank(**{**off, **helper}) <= sample_index.settings.top_k < rank(**off)
-    assert rank() <= sample_index.settings.top_k
+    assert rank(**{**off, **helper}) <= sample_index.settings.context.top_k < rank(**off)
+    assert rank() <= sample_index.settings.context.top_k
 
 
 def test_an_acronym_that_is_also_a_word_is_counted_case_sensitively(sample_index: Assistant) -> None:

@@ -3,24 +3,35 @@
 1. Parse the model's markers: [1], [1, 3], [1][2], [1-3], [1–3].
 2. Split the answer into claims: a sentence, or the part of a sentence before each
    marker group ("X does A [1], while Y does B [2]" is two claims).
-3. Attribute each claim: a source supports it when at least half of the claim's content
-   words (stemmed, stop words removed) occur in the source's abstract, and every number
-   and every named term (acronyms, capitalised names) of the claim occurs there too.
-   The last check catches spliced facts: a name from one abstract with a number from
-   another. The model's own citation is kept when that source supports the claim;
-   otherwise the best supporting source is cited instead, and a claim that no source
-   supports is listed as unsupported (and keeps no citation). Only *citable* sources
-   (those retrieval ranks close to the best) may be cited: a claim that a weaker source
-   supports best, and that the model did not cite a citable source for, is set aside
-   (left out of the answer) as drawn from a source off the question. A claim that only
-   restates the question (no content word of its own, or only words that say where or
-   that something is written: "X is described in [1]", "Sources provide specific details on
-   this phenomenon [2]") is left as it is, uncited, and does not
-   count as an answer. A yes/no verdict about a named thing ("Yes, Time-MoE uses a
-   mixture-of-experts design") is an answer, though, and verified like any claim.
-4. Renumber the cited sources by first use: [1] is the first source the answer cites.
+3. Take out refusals (`refusals`): a claim that says the sources do not answer is never
+   cited; it is dropped from the answer and listed in ``declined``.
+4. Verify each remaining claim against every source by meaning (`support`): its *support*
+   is the best, over the abstract's sentences and pairs of adjacent sentences, of
+   ``COSINE_WEIGHT`` x the embedding cosine of claim and passage plus the rest x the share of
+   the claim's content words and numbers the passage contains (words that only frame a
+   claim, such as "reports" or "another paper", left out; numbers compared as quantities). Hard constraints come first: every number of the
+   claim must be a quantity the abstract states ("2.4B" = "2.4 billion"; `words`), and every
+   name (acronym, CamelCase, capitalised word inside a sentence) must occur in it, an
+   acronym also when spelled out. They catch spliced facts: a name from one abstract with a
+   number from another. A claim is supported at ``SUPPORT_THRESHOLD``; weights and threshold
+   were chosen on labelled claims (benchmarks/answers.py).
+5. Attribute: the model's own citation is kept when that source supports the claim and no
+   other supports it clearly better (``REATTRIBUTE_MARGIN``); otherwise the best supporting
+   source is cited, and a claim no source supports is listed as unsupported (and keeps no
+   citation). Sources that retrieval ranks well below the best (not *citable*) are guarded
+   against padding: a claim only they support is set aside (left out of the answer), unless
+   the model read them whole and they support it strongly (``STRONG_SUPPORT``; the caller
+   says so with ``strong_exempt``). A small model shown one excerpt per source tends to
+   write one sentence per source, copied from off-question ones; such copies are strongly
+   supported, and only their rank gives them away. A claim that only
+   restates the question (no content word of its own, or only words that say where or that
+   something is written: "X is described in [1]", "Sources provide specific details on this
+   phenomenon [2]") is left as it is, uncited, and does not count as an answer. A yes/no
+   verdict about a named thing ("Yes, Time-MoE uses a mixture-of-experts design") is an
+   answer, though, and verified like any claim.
+6. Renumber the cited sources by first use: [1] is the first source the answer cites.
 
-An answer of bare markers ("[1] [3]", typical of the small model for "which papers …"
+An answer of bare markers ("[1] [3]", typical of a small model for "which papers …"
 questions), or one that only restates the question around its markers ("The work by [1]
 found that …", `echoed_citations`), keeps its citations: each cited source's sentence
 closest to the question is quoted instead (`quote_sources`), then verified like any answer.
@@ -31,13 +42,31 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from collections.abc import Callable
+
+import numpy as np
+
 from assistant.answer.context import Source
-from assistant.words import content_words, named_terms, numbers, share, specifics
+from assistant.answer.refusals import is_refusal
 from assistant.corpus.display import sentences
 from assistant.types import Citation
+from assistant.words import (
+    content_words,
+    named_terms,
+    quantities,
+    quantity_stated,
+    share,
+    specifics,
+    unstated_names,
+    unstated_numbers,
+)
 
-SUPPORT_THRESHOLD = 0.5
+SUPPORT_THRESHOLD = 0.45
+COSINE_WEIGHT = 0.4
+REATTRIBUTE_MARGIN = 0.1
+STRONG_SUPPORT = 0.6
 QUOTE_SPECIFICS_WEIGHT = 0.2
+Embed = Callable[[list[str]], np.ndarray]
 _MARKER = re.compile(r"\s*\[(\s*\d+\s*(?:(?:[,;–-]|and)\s*\d+\s*)*)\]")
 _RANGE = re.compile(r"(\d+)\s*[–-]\s*(\d+)")
 _LINKING = {"by", "in", "from", "of", "see", "and"}
@@ -50,6 +79,13 @@ _REPORTING = content_words(
     "specific information phenomenon topic"
 )
 _YES_NO = re.compile(r"\s*(?:yes|no)\b", re.IGNORECASE)
+# Words that frame a claim (who found it, in which paper) rather than state it.
+_FRAMING = content_words(
+    "report reports reported show shows showed shown find finds found propose proposes proposed present presents "
+    "presented introduce introduces introduced demonstrate demonstrates describe describes argue argues suggest "
+    "suggests observe observes version versions other another one paper papers study studies work works author authors"
+)
+_LEADING_VERDICT = re.compile(r"^\s*(?:yes|no)\b[\s,:;.!-]*", re.IGNORECASE)
 
 
 def parse_marker(inner: str) -> list[int]:
@@ -77,6 +113,8 @@ class Claim:
     source: int | None = None
     set_aside: bool = False
     restates: bool = False
+    refusal: bool = False
+    evidence: dict[int, Evidence] | None = None
 
 
 def _move_inline_markers(sentence: str) -> str:
@@ -126,18 +164,46 @@ def split_claims(answer: str) -> list[Claim]:
     return claims
 
 
-def support(claim: str, source_text: str) -> float:
-    """Share of the claim's content words found in the source; 0 if a number or named
-    term of the claim is missing from the source."""
-    words = content_words(claim)
-    if not words:
-        return 0.0
-    if not numbers(claim) <= numbers(source_text):
-        return 0.0
-    lowered = source_text.lower()
-    if any(term not in lowered for term in named_terms(claim)):
-        return 0.0
-    return len(words & content_words(source_text)) / len(words)
+@dataclass(frozen=True)
+class Evidence:
+    """How well one source supports one claim: the score, the sentence(s) that state it
+    best, and the claim's numbers and names the abstract lacks (then the score is 0)."""
+
+    score: float
+    sentences: tuple[str, ...] = ()
+    missing: tuple[str, ...] = ()
+
+
+def support(claim: str, claim_vector: np.ndarray, source: Source) -> Evidence:
+    """How well ``source`` states ``claim`` (see the module docstring, step 4)."""
+    abstract = source.hit.abstract
+    whole = f"{abstract.title}. {abstract.text}" if abstract.titled else abstract.text
+    missing = tuple(unstated_numbers(claim, whole) + unstated_names(claim, whole))
+    if missing or not source.sentences:
+        return Evidence(0.0, (), missing)
+    words = content_words(claim, with_numbers=False) - _FRAMING
+    stated_numbers = quantities(claim)
+    per_sentence = [content_words(s, with_numbers=False) for s in source.sentences]
+    per_sentence_numbers = [quantities(s, words=True) for s in source.sentences]
+    size = len(words) + len(stated_numbers)
+    best = Evidence(-1.0)
+    for first in range(len(source.sentences)):
+        for last in (first, first + 1)[: 2 if first + 1 < len(source.sentences) else 1]:
+            vector = source.vectors[first : last + 1].sum(axis=0)
+            cosine = float(vector @ claim_vector) / (float(np.linalg.norm(vector)) or 1.0)
+            found = len(words & set().union(*per_sentence[first : last + 1]))
+            in_unit = set().union(*per_sentence_numbers[first : last + 1])
+            found += sum(quantity_stated(q, in_unit) for q in stated_numbers)
+            lexical = found / size if size else 0.0
+            score = COSINE_WEIGHT * cosine + (1.0 - COSINE_WEIGHT) * lexical
+            if score > best.score:
+                best = Evidence(score, source.sentences[first : last + 1])
+    return best
+
+
+def _claim_core(text: str) -> str:
+    """What a claim states, without a leading yes/no verdict."""
+    return _LEADING_VERDICT.sub("", text).strip(" ,;:.")
 
 
 @dataclass
@@ -149,32 +215,47 @@ class Attribution:
     unsupported: list[str]
     supported_claims: int
     set_aside: list[str]
+    declined: list[str]
 
 
-def attribute(answer: str, sources: list[Source], citable: set[int] | None = None, question: str = "") -> Attribution:
+def attribute(
+    answer: str,
+    sources: list[Source],
+    embed: Embed,
+    question: str = "",
+    citable: set[int] | None = None,
+    strong_exempt: bool = True,
+) -> Attribution:
     """Verify every claim of ``answer`` against ``sources`` and renumber the citations.
 
-    ``citable``: the numbers of the sources a claim may cite (default: all). With the
-    ``question``, a claim that only restates it ("Yes, the size of the chunks matters") is
-    neither cited nor flagged, and it does not count as a supported claim.
+    ``embed`` embeds claims as the sources' sentences were embedded. ``citable``: the
+    numbers of the sources any supported claim may cite (default: all); the others, with
+    ``strong_exempt``, claims they support strongly. With the ``question``, a claim that only restates it
+    ("Yes, the size of the chunks matters") is neither cited nor flagged, and it does not
+    count as a supported claim.
     """
     by_number = {s.number: s for s in sources}
     citable = set(by_number) if citable is None else citable
     asked = frozenset(content_words(question))
     claims = split_claims(answer)
+    checked = []
     for claim in claims:
-        if _restates(claim.text, asked):
+        if is_refusal(claim.text):
+            claim.refusal = True
+        elif _restates(claim.text, asked):
             claim.restates = True
-            continue
-        claim.support = {n: support(claim.text, s.hit.abstract.text) for n, s in by_number.items()}
-        backed = {n: v for n, v in claim.support.items() if v >= SUPPORT_THRESHOLD}
-        allowed = {n: v for n, v in backed.items() if n in citable}
-        own = [n for n in claim.cited if n in allowed]
-        if own:
-            claim.source = max(own, key=lambda n: allowed[n])
-        elif allowed and max(allowed.values()) >= max(backed.values()):
-            claim.source = max(allowed, key=lambda n: allowed[n])
-        elif backed:  # drawn from a weaker source, which supports it best
+        else:
+            checked.append(claim)
+    vectors = embed([_claim_core(c.text) or c.text for c in checked]) if checked else []
+    for claim, vector in zip(checked, vectors, strict=True):
+        claim.evidence = {n: support(_claim_core(claim.text), vector, s) for n, s in by_number.items()}
+        backed = {n: e.score for n, e in claim.evidence.items() if e.score >= SUPPORT_THRESHOLD}
+        allowed = {n: v for n, v in backed.items() if n in citable or (strong_exempt and v >= STRONG_SUPPORT)}
+        if allowed:
+            best = max(allowed, key=lambda n: allowed[n])
+            own = [n for n in claim.cited if n in allowed and allowed[n] >= allowed[best] - REATTRIBUTE_MARGIN]
+            claim.source = max(own, key=lambda n: allowed[n]) if own else best
+        elif backed:  # only sources ranked well below the best support it: padding
             claim.set_aside = True
 
     order: dict[int, int] = {}
@@ -183,7 +264,7 @@ def attribute(answer: str, sources: list[Source], citable: set[int] | None = Non
     pieces, unsupported = [], []
     for claim in claims:
         text = claim.text.rstrip()
-        if claim.set_aside:  # keep the sentence end it may have carried
+        if claim.set_aside or claim.refusal:  # keep the sentence end it may have carried
             if pieces and claim.trailer.strip() and not pieces[-1].rstrip().endswith((".", "!", "?")):
                 pieces[-1] = pieces[-1].rstrip(" ,;") + claim.trailer.strip()
             continue
@@ -193,26 +274,23 @@ def attribute(answer: str, sources: list[Source], citable: set[int] | None = Non
             pieces.append(text + claim.trailer)
             continue
         new = order.setdefault(claim.source, len(order) + 1)
-        evidence.setdefault(claim.source, []).append(text.strip())
-        scores[claim.source] = max(scores.get(claim.source, 0.0), claim.support[claim.source])
+        found = claim.evidence[claim.source]
+        evidence.setdefault(claim.source, []).extend(s for s in found.sentences if s not in evidence.get(claim.source, []))
+        scores[claim.source] = max(scores.get(claim.source, 0.0), found.score)
         body, end = (text[:-1], text[-1]) if text[-1:] in ".!?" else (text, "")
         pieces.append(f"{body} [{new}]{end}{claim.trailer}")
     citations = [
-        Citation(
-            number=new,
-            abstract=by_number[old].hit.abstract,
-            evidence=tuple(_evidence(by_number[old].hit.abstract.text, evidence[old])),
-            support=scores[old],
-        )
+        Citation(number=new, abstract=by_number[old].hit.abstract, evidence=tuple(evidence[old]), support=scores[old])
         for old, new in sorted(order.items(), key=lambda item: item[1])
     ]
-    text = re.sub(r"\s+", " ", " ".join(p.strip() for p in pieces if p.strip())).strip()
+    text = re.sub(r"\s+([,;:])", r"\1", re.sub(r"\s+", " ", " ".join(p.strip() for p in pieces if p.strip()))).strip()
     return Attribution(
         text,
         citations,
         unsupported,
         supported_claims=sum(c.source is not None for c in claims),
         set_aside=[c.text.strip(" ,;") for c in claims if c.set_aside],
+        declined=[c.text.strip(" ,;") for c in claims if c.refusal],
     )
 
 
@@ -267,15 +345,3 @@ def quote_sources(numbers: list[int], sources: list[Source], question: str) -> s
             body = best.rstrip(" .")
             quotes.append(f"{body} [{number}].")
     return " ".join(quotes)
-
-
-def _evidence(abstract_text: str, claims: list[str]) -> list[str]:
-    """The abstract's sentences that best support the claims (one per claim, deduplicated)."""
-    found: list[str] = []
-    candidates = sentences(abstract_text)
-    for claim in claims:
-        words = content_words(claim)
-        best = max(candidates, key=lambda s: len(words & content_words(s)))
-        if best not in found:
-            found.append(best)
-    return found

@@ -1,8 +1,16 @@
 """Context building: the numbered sources the model reads, within a token budget.
 
-On 2 CPU cores every prompt token costs about 11 ms before the first answer token, so
-the model is shown the sentences of each retrieved abstract that are closest to the
-question, not whole abstracts. Closeness mixes embedding similarity (topic) with the
+Two styles, one per kind of model (``Settings.context_style``):
+- **sentences** (the local model's default): on 2 CPU cores every prompt token costs about
+  11 ms before the first answer token, so the model is shown the sentences of each
+  retrieved abstract that are closest to the question;
+- **abstracts** (the ``openai`` backend's default): a capable model reads whole abstracts,
+  best hit first, as many as fit their own budget, so no answering sentence is cut away.
+
+Either way every sentence of every shown abstract is embedded once, here: the claim check
+(`citations`) verifies the answer against all of them, not only the excerpt.
+
+In the sentence style, closeness mixes embedding similarity (topic) with the
 share of the question's content words a sentence contains (embedding similarity alone
 prefers a topical sentence over the one that states the asked-for fact), plus a bonus for
 specifics: a sentence with numbers or named terms (after its first word) states a finding,
@@ -18,7 +26,8 @@ Sentences stay in their original order. Tokens are counted with tiktoken.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 import tiktoken
@@ -50,35 +59,85 @@ def trim_to_tokens(text: str, limit: int) -> str:
     return text if len(tokens) <= limit else _ENCODING.decode(tokens[:limit])
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Source:
-    """A numbered source as shown to the model: the hit and the excerpt of it."""
+    """A numbered source as shown to the model: the hit, the excerpt the model reads, and
+    every sentence of the abstract with its unit-length embedding (one row each)."""
 
     number: int
     hit: Hit
     excerpt: str
+    sentences: tuple[str, ...] = ()
+    vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
 
     def render(self) -> str:
         title = f"{self.hit.abstract.title}. " if self.hit.abstract.titled else ""
         return f"[{self.number}] {title}{self.excerpt}"
 
 
-def build(question: str, hits: list[Hit], embedder: Embedder, budget_tokens: int) -> list[Source]:
-    """Number the hits and pick their excerpts so that all of them fit ``budget_tokens``."""
+def build(
+    question: str,
+    hits: list[Hit],
+    embedder: Embedder,
+    budget_tokens: int,
+    style: Literal["sentences", "abstracts"] = "sentences",
+) -> tuple[list[Source], np.ndarray]:
+    """Number the hits and pick their excerpts (in ``style``) so that all of them fit
+    ``budget_tokens``; also return the question's embedding."""
     if not hits:
-        return []
+        return [], embedder.embed([question])[0]
     per_hit = [[s for s in sentences(hit.abstract.text) if not _INSTRUCTION.search(s)] or [""] for hit in hits]
     flat = [(h, s) for h, group in enumerate(per_hit) for s in range(len(group))]
     vectors = embedder.embed([question] + [per_hit[h][s] for h, s in flat])
+    question_vector, vectors = vectors[0], vectors[1:]
+    if style == "abstracts":
+        picked = _whole_abstracts(per_hit, budget_tokens)
+    else:
+        picked = _best_sentences(question, question_vector, vectors, per_hit, flat, budget_tokens)
+    first_row = [0]
+    for group in per_hit:
+        first_row.append(first_row[-1] + len(group))
+    sources = []
+    for hit_index in sorted(picked):
+        excerpt = " ".join(per_hit[hit_index][s] for s in sorted(picked[hit_index]))
+        rows = vectors[first_row[hit_index] : first_row[hit_index + 1]]
+        sources.append(Source(
+            len(sources) + 1, hits[hit_index], trim_to_tokens(excerpt, budget_tokens), tuple(per_hit[hit_index]), rows
+        ))
+    return sources, question_vector
+
+
+def _whole_abstracts(per_hit: list[list[str]], budget_tokens: int) -> dict[int, list[int]]:
+    """Whole abstracts in rank order while they fit (the first one always, trimmed)."""
+    picked: dict[int, list[int]] = {}
+    spent = 0
+    for hit_index, group in enumerate(per_hit):
+        cost = sum(count_tokens(s) + 1 for s in group)
+        if picked and spent + cost > budget_tokens:
+            break
+        picked[hit_index] = list(range(len(group)))
+        spent += cost
+    return picked
+
+
+def _best_sentences(
+    question: str,
+    question_vector: np.ndarray,
+    vectors: np.ndarray,
+    per_hit: list[list[str]],
+    flat: list[tuple[int, int]],
+    budget_tokens: int,
+) -> dict[int, list[int]]:
+    """Each hit's best sentence in rank order, then the next-best anywhere, while they fit."""
     asked = content_words(question)
     overlap = [share(asked, per_hit[h][s]) for h, s in flat]
     stated = [specifics(per_hit[h][s]) for h, s in flat]
-    similarity = vectors[1:] @ vectors[0] + WORD_OVERLAP_WEIGHT * np.array(overlap) + SPECIFICS_WEIGHT * np.array(stated)
+    similarity = vectors @ question_vector + WORD_OVERLAP_WEIGHT * np.array(overlap) + SPECIFICS_WEIGHT * np.array(stated)
     cost = [count_tokens(per_hit[h][s]) + 1 for h, s in flat]
     chosen: set[int] = set()
     spent = 0
     best_first = sorted(range(len(flat)), key=lambda i: -similarity[i])
-    for hit_index in range(len(hits)):  # each source's best sentence, in rank order
+    for hit_index in range(len(per_hit)):  # each source's best sentence, in rank order
         best = next(i for i in best_first if flat[i][0] == hit_index)
         if spent + cost[best] > budget_tokens and chosen:
             break
@@ -89,12 +148,10 @@ def build(question: str, hits: list[Hit], embedder: Embedder, budget_tokens: int
         if i not in chosen and flat[i][0] in covered and spent + cost[i] <= budget_tokens:
             chosen.add(i)
             spent += cost[i]
-    sources = []
-    for hit_index in sorted(covered):
-        picked = sorted(flat[i][1] for i in chosen if flat[i][0] == hit_index)
-        excerpt = " ".join(per_hit[hit_index][s] for s in picked)
-        sources.append(Source(len(sources) + 1, hits[hit_index], trim_to_tokens(excerpt, budget_tokens)))
-    return sources
+    picked: dict[int, list[int]] = {}
+    for i in chosen:
+        picked.setdefault(flat[i][0], []).append(flat[i][1])
+    return picked
 
 
 def render(sources: list[Source]) -> str:

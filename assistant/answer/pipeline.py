@@ -1,20 +1,23 @@
 """One question, end to end: retrieve → context → generate (streamed) → verify citations
 → `Answer`, or an honest abstention.
 
+The pipeline receives what it uses (`Parts`: search, embedder, generator, lexical index,
+settings) from its caller and never reaches back up into it.
+
 The assistant abstains, with no citations, when
 - retrieval finds nothing relevant enough (the top hit's relevance is below
   ``min_relevance``, and it does not contain the question's subject): the model is not
   even asked. A hit that contains the subject is about it, whatever the scores say: the
   small embedder has never seen most paper names, so "What does DReSD compare against?"
   scores low against the DReSD abstract;
-- the model says the sources do not answer (``NOT IN SOURCES``);
+- the model declines: it says, in any wording, that the sources do not answer
+  (`refusals`), and supports no claim besides;
 - no claim of the model's answer is supported by a source;
 - the question names its subject (a paper's, method's or dataset's name that few indexed
   abstracts contain) and no cited abstract mentions it: the answer is about another paper.
 
-Sources down to ``source_score_ratio`` of the best hit give the model context; only those
-down to ``citation_score_ratio`` may be cited. Claims drawn from the weaker ones (typically
-a related paper padding a "which papers …" answer) are left out (`Answer.set_aside`).
+A reply that answers part of the question keeps its supported claims; its refusal
+sentences are dropped (`Answer.declined`) and its unsupported sentences are marked.
 """
 
 from __future__ import annotations
@@ -22,28 +25,36 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from typing import Any
 
 from assistant import prompts
 from assistant.answer import citations, context
 from assistant.answer.generators import Generator, Usage
+from assistant.index.bm25 import Bm25Index
+from assistant.index.embedders import Embedder
 from assistant.retrieval import SearchFilters, subject_terms
+from assistant.settings import Settings
 from assistant.types import Answer, Hit
-
-if TYPE_CHECKING:
-    from assistant.api import Assistant
 
 ABSTAIN_TEXT = "The indexed abstracts do not answer this question."
 _NOT_IN_SOURCES = re.compile(r"\bNOT IN (?:THE )?SOURCES\b\.?", re.IGNORECASE)
-DECLINE = re.compile(
-    r"NOT IN SOURCES|\b(?:do|does|did) not (?:contain|provide|mention|include|specify|state|answer|address|say)"
-    r"|\bno (?:information|mention|source)\b|\bcannot (?:be )?(?:answer|determine|find)",
-    re.IGNORECASE,
-)
+Search = Callable[[str, int, SearchFilters | Mapping[str, Any] | None], list[Hit]]
+
+
+@dataclass(frozen=True)
+class Parts:
+    """What answering uses, handed down by the caller (an `Assistant`)."""
+
+    search: Search
+    embedder: Embedder
+    generator: Generator
+    lexical: Bm25Index
+    settings: Settings
 
 
 def _select(hits: list[Hit], ratio: float) -> list[Hit]:
-    """The hits worth showing the model: those scoring at least ``ratio`` of the best."""
+    """The hits scoring at least ``ratio`` of the best."""
     return [h for h in hits if h.score >= ratio * hits[0].score] if hits else []
 
 
@@ -61,7 +72,7 @@ def _abstention(question: str, hits: list[Hit], reason: str, model: str, **field
 
 
 def stream_answer(
-    assistant: Assistant,
+    parts: Parts,
     question: str,
     standalone: str | None = None,
     k: int | None = None,
@@ -69,23 +80,24 @@ def stream_answer(
 ) -> Iterator[str | Answer]:
     """Yield the model's text deltas as they come, then the verified `Answer`.
 
-    ``k`` (default: the ``top_k`` setting) is how many abstracts are retrieved;
+    ``k`` (default: ``Settings.context.top_k``) is how many abstracts are retrieved;
     ``filters`` restrict them as in `Assistant.search`.
     """
-    settings = assistant.settings
+    settings, generator = parts.settings, parts.generator
     started = time.perf_counter()
     query = standalone or question
-    hits = assistant.search(query, k=k or settings.top_k, filters=filters)
+    plan = settings.context
+    hits = parts.search(query, k or plan.top_k, filters)
     timings = {"retrieve": time.perf_counter() - started}
-    generator: Generator = assistant.generator
-    subject = subject_terms(query, assistant.bm25)
+    subject = subject_terms(query, parts.lexical)
     named = {i for ids in subject.values() for i in ids}
     if not hits or (hits[0].relevance < settings.min_relevance and hits[0].abstract.id not in named):
         timings["total"] = time.perf_counter() - started
         yield _abstention(query, hits, "low_relevance", generator.model_name, timings=timings)
         return
 
-    sources = context.build(query, _select(hits, settings.source_score_ratio), assistant.embedder, settings.context_tokens)
+    offered = hits if plan.style == "abstracts" else _select(hits, settings.source_score_ratio)
+    sources, _ = context.build(query, offered, parts.embedder, plan.tokens, plan.style)
     prompt = prompts.render("answer", sources=context.render(sources), question=query)
     usage = Usage()
     pieces: list[str] = []
@@ -98,6 +110,7 @@ def stream_answer(
     timings["total"] = time.perf_counter() - started
     fields = {"timings": timings, "usage": usage, "raw_text": raw}
     shown = [s.hit for s in sources]
+    marked = bool(_NOT_IN_SOURCES.search(raw))
     answer_text = _NOT_IN_SOURCES.sub("", raw).strip()  # the model may add it after an answer
     if not answer_text:
         yield _abstention(query, shown, "model_declined", generator.model_name, **fields)
@@ -107,10 +120,12 @@ def stream_answer(
         answer_text = citations.quote_sources(bare, sources, query) or answer_text
     near_best = {hit.abstract.id for hit in _select(hits, settings.citation_score_ratio)}
     citable = {s.number for s in sources if s.hit.abstract.id in near_best}
-    checked = citations.attribute(answer_text, sources, citable, query)
+    checked = citations.attribute(
+        answer_text, sources, parts.embedder.embed, query, citable, strong_exempt=plan.style == "abstracts"
+    )
     if checked.supported_claims == 0:
-        reason = "model_declined" if DECLINE.search(raw) else "unsupported"
-        yield _abstention(query, shown, reason, generator.model_name, **fields)
+        reason = "model_declined" if checked.declined or marked else "unsupported"
+        yield _abstention(query, shown, reason, generator.model_name, declined=checked.declined, **fields)
         return
     cited = " ".join(f"{c.abstract.title} {c.abstract.text}" for c in checked.citations)
     if subject and not any(term in (cited.lower() if term.islower() else cited) for term in subject):
@@ -121,8 +136,9 @@ def stream_answer(
         citations=checked.citations,
         sources=shown,
         abstained=False,
-        unsupported=[c for c in checked.unsupported if not DECLINE.search(c)],
+        unsupported=checked.unsupported,
         set_aside=checked.set_aside,
+        declined=checked.declined,
         question=query,
         model=generator.model_name,
         **fields,
@@ -136,38 +152,6 @@ def condense(generator: Generator, history: list[tuple[str, Answer]], question: 
     rewritten = "".join(generator.stream([{"role": "user", "content": prompt}], max_tokens, Usage()))
     rewritten = rewritten.strip().strip('"').splitlines()[0].strip() if rewritten.strip() else ""
     return rewritten or question
-
-
-class Chat:
-    """A multi-turn conversation: follow-ups are rewritten into standalone questions
-    (using the last ``max_turns`` turns) before retrieval."""
-
-    def __init__(self, assistant: Assistant, max_turns: int = 3) -> None:
-        self.assistant = assistant
-        self.max_turns = max_turns
-        self.history: list[tuple[str, Answer]] = []
-
-    def ask_stream(self, question: str, **options: Any) -> Iterator[str | Answer]:
-        """Like `Assistant.ask_stream` (same options), for the next turn of this conversation."""
-        from assistant.api import check_question
-
-        question = check_question(question)
-        standalone = None
-        if self.history:
-            recent = self.history[-self.max_turns :]
-            standalone = condense(self.assistant.generator, recent, question, 96)
-        for item in stream_answer(self.assistant, question, standalone, **options):
-            if isinstance(item, Answer):
-                self.history.append((question, item))
-            yield item
-
-    def ask(self, question: str, **options: Any) -> Answer:
-        """The next turn's `Answer`."""
-        return final(self.ask_stream(question, **options))
-
-    def reset(self) -> None:
-        """Forget the conversation."""
-        self.history.clear()
 
 
 def final(stream: Iterator[str | Answer], on_delta: Callable[[str], None] | None = None) -> Answer:

@@ -1,0 +1,31 @@
+"""Word-level helpers: numbers compared as quantities, names a source must contain."""
+
+from __future__ import annotations
+
+from assistant.words import names, quantities, unstated_names, unstated_numbers
+
+
+def test_numbers_are_read_as_quantities() -> None:
+    assert quantities("135 billion parameters on 13.2T tokens with 8,192 NPUs") == {(135.0, 9), (13.2, 12), (8192.0, 0)}
+    assert quantities("three datasets and one billion parameters") == set()
+    assert quantities("three datasets and one billion parameters", words=True) == {(3.0, 0), (1.0, 9)}
+
+
+def test_a_number_is_stated_in_any_common_spelling_and_an_altered_one_is_not() -> None:
+    source = "a 2.4 billion parameter model, 21.5 percent better at 1, 5 and 10, on 8,192 NPUs, loss −0.3, three tasks"
+    assert unstated_numbers("a 2.4B model, 21.5 % better at 1/5/10 on 8192 NPUs, loss -0.3, 3 tasks", source) == []
+    assert unstated_numbers("a 2,400 million parameter model", source) == []
+    assert unstated_numbers("a 2.4M model", source) == ["2.4e6"]
+    assert unstated_numbers("21.6% better", source) == ["21.6"]
+
+
+def test_names_are_acronyms_camel_case_and_capitalised_words_but_not_openers() -> None:
+    assert names("Pangu Ultra uses GPT-4's DenseNet-based LLMs") == {"pangu", "ultra", "gpt-4", "densenet", "llms"}
+    assert names("Measured by recall, Specifically, Yes: Using it, we show that it works.") == set()
+    assert names("Medusa reaches a 2.7x speedup") == {"medusa"}
+
+
+def test_a_name_is_stated_as_written_or_as_an_acronym_spelled_out() -> None:
+    source = "Large language models such as GPT-4 use Transformers."
+    assert unstated_names("LLMs like GPT-4 use the Transformer", source) == []
+    assert unstated_names("Claude uses the Transformer", source) == ["claude"]
