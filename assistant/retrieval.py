@@ -21,7 +21,7 @@
    name ("What gains does DReSD report?") weighs less than two common words; the bonus
    makes the name count. On SciFact train nDCG@10 went from 0.741 to 0.746 with the
    first (plateau 0.1-0.3; 0.15 chosen) and to 0.749 with both (0.4-1.0 all within 0.001;
-   0.5 chosen; benchmarks/retrieval_signals.py).
+   0.5 chosen; the measurements are in docs/experiments.md and benchmarks/retrieval.py).
 
 Filters (source file names, year range) apply on both sides.
 """

@@ -32,6 +32,7 @@ from pathlib import Path
 from assistant import Answer, Assistant
 from assistant.answer.pipeline import condense
 from assistant.words import content_words
+from results import row, save
 
 FOLLOW_UPS = Path(__file__).with_name("followups.jsonl")
 EXAMPLE_NAMES = ("foonet", "barlm", "quxformer")  # the names in prompts/condense.md's examples
@@ -50,8 +51,8 @@ CONVERSATIONS = [
 ]
 
 
-def rewrite_check(assistant: Assistant) -> None:
-    """Print each follow-up's rewrite and how many name what they should."""
+def rewrite_check(assistant: Assistant) -> tuple[int, int]:
+    """Print each follow-up's rewrite and how many name what they should; return (right, cases)."""
     cases = [json.loads(line) for line in FOLLOW_UPS.read_text().splitlines() if line.strip()]
     right = 0
     started = time.perf_counter()
@@ -68,6 +69,7 @@ def rewrite_check(assistant: Assistant) -> None:
         print(f"{'ok ' if ok else 'BAD'} {case['follow_up']!r} -> {rewrite!r}")
     seconds = (time.perf_counter() - started) / len(cases)
     print(f"rewrites right: {right}/{len(cases)} ({seconds:.1f} s each)\n")
+    return right, len(cases)
 
 
 def follow_up_timings(assistant: Assistant, questions: list[str]) -> list[dict[str, float]]:
@@ -94,8 +96,10 @@ def main() -> None:
     parser.add_argument("--skip-latency", action="store_true", help="only check the rewrites")
     args = parser.parse_args()
     assistant = Assistant(data_dir=args.data_dir or tempfile.mkdtemp(prefix="chat-bench-"), auto_ingest=True)
-    rewrite_check(assistant)
+    right, cases = rewrite_check(assistant)
+    rows = [row("chat_rewrites", "follow-ups rewritten with their subject named and their words kept", f"{right} of {cases}")]
     if args.skip_latency:
+        save("chat", "Chat follow-ups", rows)
         return
     llm = assistant.generator.llm
     cache = llm.cache
@@ -110,6 +114,9 @@ def main() -> None:
     for mode, turns in results.items():
         p50 = {key: statistics.median(t[key] for t in turns) for key in ("rewrite", "first_token", "total")}
         print(f"{mode:10s} {len(turns):5d} {p50['rewrite']:11.2f}s {p50['first_token']:13.2f}s {p50['total']:9.2f}s")
+        rows.append(row("", f"follow-up turn p50 with the prompt cache {mode.split()[1]}: rewrite / first token / total",
+                        f"{p50['rewrite']:.1f} / {p50['first_token']:.1f} / {p50['total']:.1f} s"))
+    save("chat", "Chat follow-ups: rewrites and latency", rows)
 
 
 if __name__ == "__main__":

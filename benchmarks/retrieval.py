@@ -7,7 +7,8 @@ default hybrid and each variant tried (phrase BM25, subject bonus, fusion formul
 depth, BM25 parameters), then recall on the dev questions and search latency p50/p95 on the sample
 corpus and on SciFact. SciFact is indexed once into the cache dir (several minutes the
 first time).
-Never part of the test run's pass/fail.
+Writes ``benchmarks/results/retrieval.json`` (rendered into docs/evaluation.md). Never part of
+the test run's pass/fail.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 import pytrec_eval
 
 from assistant import Assistant, evaluation
+from results import row, save
 
 ROOT = Path(__file__).resolve().parent.parent
 Fusion = Callable[[dict[str, float], dict[str, float]], list[tuple[str, float]]]
@@ -95,6 +97,11 @@ def main() -> None:
     print(f"SciFact index ready ({report['abstracts']} abstracts; ingest this run {report['ingest_seconds']:.0f} s; "
           f"first pass {time.perf_counter() - started:.0f} s); through search(): nDCG@10 {report['ndcg@10']:.4f}, "
           f"recall@100 {report['recall@100']:.4f}")
+    rows = [
+        row("scifact_ndcg10", f"SciFact ({args.qrels}, {report['queries']} queries) nDCG@10 through `search()`",
+            f"{report['ndcg@10']:.3f}"),
+        row("scifact_recall100", "SciFact recall@100 through `search()`", f"{report['recall@100']:.3f}"),
+    ]
     data_dir = evaluation.beir_data_dir(base, args.scifact)
     qrels = evaluation.read_qrels(args.scifact / "qrels" / args.qrels)
     queries = {
@@ -106,7 +113,7 @@ def main() -> None:
     def variant(**settings: object) -> Assistant:
         return Assistant(base.settings, data_dir=data_dir, collection="beir", **settings)
 
-    rows: list[tuple[str, Assistant, Fusion | None]] = [
+    variants: list[tuple[str, Assistant, Fusion | None]] = [
         ("BM25 alone (k1 0.9, b 0.4, title x1)", variant(lexical_weight=1.0, **ALONE), None),
         ("dense alone (MiniLM, 128-token chunks, best chunk)", variant(lexical_weight=0.0, **ALONE), None),
         ("hybrid, default (distribution-based fusion, w 0.5, phrases 0.1, depth 100, "
@@ -129,23 +136,35 @@ def main() -> None:
     ]
     print(f"\nSciFact ({args.qrels}, {len(queries)} queries)")
     print(f"{'method':80s} {'nDCG@10':>8s} {'R@100':>7s}")
-    for name, assistant, fusion in rows:
+    for name, assistant, fusion in variants:
         ndcg, recall = score(scifact_run(assistant, queries, fusion), qrels)
         print(f"{name:80s} {ndcg:8.4f} {recall:7.4f}")
+        rows.append(row("", f"SciFact exact scores, {name}: nDCG@10 / R@100", f"{ndcg:.3f} / {recall:.3f}"))
 
     print(f"\nDev questions ({args.qa.name}) on the sample corpus")
     with tempfile.TemporaryDirectory() as tmp:
         sample = Assistant(base.settings, data_dir=Path(tmp), auto_ingest=True)
         result = evaluation.evaluate_qa(sample, args.qa)
         print(f"{'type':14s} {'n':>3s} {'R@1':>6s} {'R@5':>6s} {'R@10':>6s} {'MRR':>6s}")
-        for name, row in result["by_type"].items():
-            print(f"{name:14s} {row['questions']:3d} {row['recall@1']:6.3f} {row['recall@5']:6.3f} "
-                  f"{row['recall@10']:6.3f} {row['mrr']:6.3f}")
+        for name, by_type in result["by_type"].items():
+            print(f"{name:14s} {by_type['questions']:3d} {by_type['recall@1']:6.3f} {by_type['recall@5']:6.3f} "
+                  f"{by_type['recall@10']:6.3f} {by_type['mrr']:6.3f}")
+            rows.append(row(f"dev_recall_{name}", f"dev questions, {name} ({by_type['questions']}): R@1 / R@5 / R@10 / MRR",
+                            f"{by_type['recall@1']:.2f} / {by_type['recall@5']:.2f} / {by_type['recall@10']:.2f} / "
+                            f"{by_type['mrr']:.2f}"))
         sample_latency = search_latency(sample, [item["question"] for item in evaluation.load_qa(args.qa)] * 5)
     scifact_latency = search_latency(variant(), list(queries.values())[:300])
     print("\nSearch latency (hybrid, k=10, warm)")
     print(f"  sample corpus: p50 {sample_latency['p50_ms']:.1f} ms, p95 {sample_latency['p95_ms']:.1f} ms")
     print(f"  SciFact:       p50 {scifact_latency['p50_ms']:.1f} ms, p95 {scifact_latency['p95_ms']:.1f} ms")
+    rows += [
+        row("search_latency_sample", "search latency p50 / p95, sample corpus (hybrid, k=10, warm)",
+            f"{sample_latency['p50_ms']:.0f} / {sample_latency['p95_ms']:.0f} ms"),
+        row("search_latency_scifact", "search latency p50 / p95, SciFact",
+            f"{scifact_latency['p50_ms']:.0f} / {scifact_latency['p95_ms']:.0f} ms"),
+    ]
+    save("retrieval", "Retrieval: SciFact, dev questions, search latency", rows,
+         note=f"SciFact indexed in {report['ingest_seconds']:.0f} s this run (0 when its index already existed).")
 
 
 if __name__ == "__main__":

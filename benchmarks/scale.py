@@ -45,6 +45,7 @@ from assistant import Abstract, Assistant, corpus, evaluation
 from assistant.corpus.display import sentences
 from assistant.index.embedders import Embedder
 from assistant.index.ingest import ingest as run_ingest
+from results import row, save
 
 ROOT = Path(__file__).resolve().parent.parent
 POOL = 2_000
@@ -325,6 +326,24 @@ def main() -> None:
             print(f"\nembedding throughput at {r['size']:,}: inside ingest {r['embed_in_ingest_chunks_per_s']:.1f} "
                   f"chunks/s (tokenizing included), raw onnxruntime {r['raw_onnx_chunks_per_s']:.1f} chunks/s "
                   f"(pre-tokenized): {share:.0%}")
+    rows = []
+    for r in results:
+        e, s = r["embedded"], r["server"]
+        at = f"{r['indexed']:,} abstracts ({r['vectors']} vectors)"
+        rows += [
+            row(f"scale_ingest_{r['size']}", f"{at}: ingest", f"{r['ingest_s']:.0f} s ({r['abstracts_per_s']:.0f} abstracts/s), "
+                f"{r['disk_mb']:.0f} MB on disk, peak RSS {r['ingest_peak_rss_mb']:.0f} MB"),
+            row(f"scale_search_{r['size']}", f"{at}: hybrid search p50 / p95, embedded / Chroma server",
+                f"{e['hybrid']['p50_ms']:.0f} / {e['hybrid']['p95_ms']:.0f} ms, {s['hybrid']['p50_ms']:.0f} / "
+                f"{s['hybrid']['p95_ms']:.0f} ms"),
+            row("", f"{at}: dense / BM25 side p95", f"{e['dense']['p95_ms']:.0f} / {e['bm25']['p95_ms']:.0f} ms"),
+            row("", f"{at}: adding 100 abstracts, Chroma + BM25 update",
+                f"{r['add_100']['chroma_s']:.1f} + {r['add_100']['bm25_update_s']:.1f} s"),
+        ]
+        if "raw_onnx_chunks_per_s" in r:
+            rows.append(row("", f"{at}: embedding inside ingest / raw onnxruntime",
+                            f"{r['embed_in_ingest_chunks_per_s']:.0f} / {r['raw_onnx_chunks_per_s']:.0f} chunks/s"))
+    save("scale", "Scale: synthetic corpora recombined from SciFact", rows)
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ import httpx
 
 from assistant import Assistant
 from assistant.settings import BUNDLED_CORPUS
+from results import row, save
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTION = "What technique did the Pangu Ultra team introduce to eliminate loss spikes?"
@@ -87,6 +88,16 @@ def main() -> None:
         print(f"| {number} | {run['startup_s']:.1f} | {run['first_answer_s']:.1f} | {run['VmHWM']:.0f} | {run['VmRSS']:.0f} |")
     print(f"\nmedian start-up {statistics.median(r['startup_s'] for r in runs):.1f} s, "
           f"highest peak RSS {max(r['VmHWM'] for r in runs):.0f} MB")
+
+    def span(key: str, unit: str, digits: int = 1) -> str:
+        values = sorted(r[key] for r in runs)
+        return f"{values[0]:.{digits}f}–{values[-1]:.{digits}f} {unit}"
+
+    save("serving", "Serving: the app's start-up and memory", [
+        row("app_startup", f"`python app.py` start-up on a built index, {len(runs)} starts", span("startup_s", "s")),
+        row("", "first answer after start-up (local model load included)", span("first_answer_s", "s")),
+        row("app_rss", "peak RSS of the app process", span("VmHWM", "MB", 0)),
+    ])
 
 
 if __name__ == "__main__":

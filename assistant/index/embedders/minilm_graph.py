@@ -19,7 +19,7 @@ faster. When asked (``ASSISTANT_EMBED_QUANTIZED``), a fourth step follows:
    channel; activations per tensor, quantized as they arrive), ~2.3x faster than the
    shipped graph on this machine's CPU. Its vectors differ a little (cosine 0.994 on
    average to the float ones); SciFact train nDCG@10 of the product's fusion is the same
-   (0.754 against 0.753, `benchmarks/retrieval_signals.py`), but the small answer model
+   (0.754 against 0.753, docs/experiments.md), but the small answer model
    cites differently (README, "The local embedder").
 
 `derived_graph` checks a derived graph against the shipped one on probe texts before

@@ -1,0 +1,160 @@
+"""Answer quality for both kinds of model, side by side, on the dev questions and on held-out ones.
+
+    python benchmarks/answers.py [--data-dir DIR] [--skip-local] [--limit N]
+
+1. **Local model** (the bundled 1.5B, default settings): citation precision and recall,
+   ``must_contain`` facts, abstention accuracy and latency, per question type, on
+   ``tests/data/dev.jsonl`` (tuned on) and ``tests/data/heldout.jsonl`` (never tuned on).
+2. **Capable model** through the ``openai`` backend: a scripted OpenAI-compatible server
+   (``tests/scripted_server.py``) replies with labelled answers written in a capable model's
+   style (``tests/data/claims.jsonl`` for the dev questions, ``claims-heldout.jsonl``): kept,
+   altered numbers caught, wrong source numbers re-attributed, refusals cited.
+3. **Separation of the support score** (`assistant.answer.citations.support`) on the same
+   labelled claims: ROC AUC of correct claims against their gold abstract versus the same
+   claims against the other retrieved abstracts (wrong source) and versus altered claims.
+
+Writes ``benchmarks/results/answers.json``. Never part of the test run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+import tempfile
+from pathlib import Path
+
+from assistant import Assistant, evaluation
+from assistant.answer import citations, context
+from assistant.answer.citations import split_claims
+from results import row, save
+
+ROOT = Path(__file__).resolve().parent.parent
+DATA = ROOT / "tests" / "data"
+sys.path.insert(0, str(ROOT / "tests"))
+from scripted_server import MODEL, ScriptedServer  # noqa: E402
+
+SETS = {"dev": ("dev.jsonl", "claims.jsonl"), "held-out": ("heldout.jsonl", "claims-heldout.jsonl")}
+
+
+def local_model(assistant: Assistant, limit: int | None) -> tuple[list[dict[str, str]], dict]:
+    """Rows of the local model's figures per set and type, and the raw results."""
+    rows, raw = [], {}
+    for name, (questions, _) in SETS.items():
+        result = evaluation.evaluate_answers(assistant, DATA / questions, limit, progress=True)
+        raw[name] = result
+        for kind, r in result["by_type"].items():
+            def f(value: float | None) -> str:
+                return "–" if value is None else f"{value:.2f}"
+            rows.append(row(
+                f"local_{name}_{kind}",
+                f"local model, {name} {kind} ({r['questions']}): citation P / R, facts, abstention",
+                f"{f(r['citation_precision'])} / {f(r['citation_recall'])}, {f(r['must_contain'])}, "
+                f"{f(r['abstention_accuracy'])}",
+            ))
+        every = result["by_type"]["all"]
+        rows.append(row(f"local_{name}_latency", f"local model, {name}: first token / total p50 (p95)",
+                        f"{every['first_token']['p50_ms'] / 1000:.1f} / {every['total']['p50_ms'] / 1000:.1f} s "
+                        f"({every['first_token']['p95_ms'] / 1000:.1f} / {every['total']['p95_ms'] / 1000:.1f} s)"))
+    return rows, raw
+
+
+def capable_model(assistant: Assistant, limit: int | None) -> tuple[list[dict[str, str]], dict]:
+    """Rows of the scripted capable model's grounding figures per set, and the raw results."""
+    rows, raw = [], {}
+    with ScriptedServer() as server:
+        capable = Assistant(assistant.settings, llm_backend="openai", llm_model=MODEL, openai_base_url=server.base_url)
+        for name, (_, claims) in SETS.items():
+            result = evaluation.evaluate_scripted(
+                capable, DATA / claims, lambda r: server.script(r["question"], r["reply"], r["sources"]), limit, True
+            )
+            raw[name] = result
+            n = result["rows"]
+            rows += [
+                row(f"capable_{name}_kept", f"capable model, {name}: correct answers kept ({n['correct']})", f"{result['kept']:.2f}"),
+                row(f"capable_{name}_altered", f"capable model, {name}: altered numbers caught ({n['altered']})",
+                    f"{result['altered_caught']:.2f}"),
+                row(f"capable_{name}_reattributed", f"capable model, {name}: wrong source numbers re-attributed "
+                    f"({n['wrong_source']})", f"{result['reattributed']:.2f}"),
+                row(f"capable_{name}_refusals", f"capable model, {name}: refusals cited ({n['refusal']} refusals, "
+                    f"{n['partial']} partial answers)", str(result["refusals_cited"])),
+                row("", f"capable model, {name}: partial answers kept without their refusal", f"{result['partial_kept']:.2f}"),
+            ]
+    return rows, raw
+
+
+def separation(assistant: Assistant) -> list[dict[str, str]]:
+    """ROC AUC of the support score: correct claims vs wrong-source pairs and altered claims."""
+    by_prefix = list(assistant.store.read_abstracts())
+    rows = []
+    for name, (_, claims) in SETS.items():
+        correct, wrong, altered = [], [], []
+        for line in (DATA / claims).read_text().splitlines():
+            item = json.loads(line)
+            if item["kind"] not in ("correct", "altered"):
+                continue
+            golds = [next(a for a in by_prefix if a.text.startswith(p)) for p in item["sources"]]
+            hits = assistant.search(item["question"], k=5)
+            gold_hits = [h for h in hits if h.abstract.id in {g.id for g in golds}]
+            missing = [g for g in golds if g.id not in {h.abstract.id for h in gold_hits}]
+            pool = hits + [type(hits[0])(abstract=g, score=0.0, rank=0) for g in missing]
+            sources, _ = context.build(item["question"], pool, assistant.embedder, 100_000, "abstracts")
+            number = {s.hit.abstract.id: s for s in sources}
+            for claim in split_claims(re.sub(r"\[@(\d+)\]", r"[\1]", item["reply"])):
+                if not claim.cited:
+                    continue
+                text = claim.text.strip()
+                gold = golds[claim.cited[0]]
+                vector = assistant.embedder.embed([text])[0]
+                score = citations.support(text, vector, number[gold.id]).score
+                if item["kind"] == "altered":
+                    if item["altered"]["to"] in text:
+                        altered.append(score)
+                    continue
+                correct.append(score)
+                wrong += [citations.support(text, vector, s).score for s in sources if s.hit.abstract.id not in
+                          {g.id for g in golds}]
+        auc_wrong = evaluation._auc(correct, wrong)
+        auc_altered = evaluation._auc(correct, altered)
+        above = sum(s >= citations.SUPPORT_THRESHOLD for s in wrong) / len(wrong)
+        kept = sum(s >= citations.SUPPORT_THRESHOLD for s in correct) / len(correct)
+        rows += [
+            row(f"support_auc_{name}", f"support score, {name} claims: ROC AUC correct ({len(correct)}) vs wrong source "
+                f"({len(wrong)}) / vs altered ({len(altered)})", f"{auc_wrong:.3f} / {auc_altered:.3f}"),
+            row("", f"support score, {name} claims: share at or above the threshold {citations.SUPPORT_THRESHOLD}, "
+                "correct / wrong source", f"{kept:.2f} / {above:.2f}"),
+        ]
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data-dir", type=Path, help="index of the bundled corpus (built if missing)")
+    parser.add_argument("--skip-local", action="store_true", help="only the scripted capable model and the AUCs")
+    parser.add_argument("--limit", type=int, help="only the first N questions / scripted rows of each file")
+    args = parser.parse_args()
+    assistant = Assistant(data_dir=args.data_dir or tempfile.mkdtemp(prefix="answers-bench-"), auto_ingest=True)
+    assistant.ensure_corpus()
+    rows: list[dict[str, str]] = []
+    details: dict = {}
+    if not args.skip_local:
+        local_rows, details["local"] = local_model(assistant, args.limit)
+        rows += local_rows
+    capable_rows, details["capable"] = capable_model(assistant, args.limit)
+    rows += capable_rows + separation(assistant)
+    for r in rows:
+        print(f"{r['figure']}: {r['value']}")
+    for name, result in details.get("capable", {}).items():
+        for failure in result["failures"]:
+            print(f"  capable {name} {failure['id']}: {failure['problem']}")
+    failures = {name: [{k: q[k] for k in ("id", "type", "abstained", "answer")} for q in result["questions"]]
+                for name, result in details.get("local", {}).items()}
+    save("answers", "Answers: the local model and a capable model (scripted), dev and held-out questions", rows,
+         note=f"local model {assistant.settings.llm_model}; capable model: scripted replies through the real openai "
+              "client. Dev questions were tuned on; held-out questions never were.",
+         capable_failures={n: r["failures"] for n, r in details.get("capable", {}).items()}, local_answers=failures)
+
+
+if __name__ == "__main__":
+    main()
