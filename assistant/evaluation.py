@@ -263,6 +263,15 @@ def _number_forms(text: str) -> str:
     return text.lower()
 
 
+def _by_type(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Rows grouped by their question ``type``, and all of them under "all", by name."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        groups["all"].append(row)
+        groups[row["type"]].append(row)
+    return dict(sorted(groups.items()))
+
+
 def _contains(text: str, fact: str) -> bool:
     """Whole-word, case-insensitive containment, numbers compared in one spelling
     ("570M" states "570 million", "8192" states "8,192")."""
@@ -333,14 +342,10 @@ def evaluate_answers(
             "total": latency_summary([r["total"] for r in group]),
         }
 
-    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for row in rows:
-        groups["all"].append(row)
-        groups[row["type"]].append(row)
     return {
         "file": str(path),
         "model": rows[0]["model"] if rows else assistant.settings.llm_model,
-        "by_type": {name: summarise(group) for name, group in sorted(groups.items())},
+        "by_type": {name: summarise(group) for name, group in _by_type(rows).items()},
         "questions": rows,
     }
 
@@ -437,10 +442,6 @@ def evaluate_scripted(
         chosen = [o for o in (group or outcomes) if o["kind"] == kind]
         return _mean([float(o["ok"]) for o in chosen]) if chosen else None
 
-    by_type: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for outcome in outcomes:
-        by_type["all"].append(outcome)
-        by_type[outcome["type"]].append(outcome)
     return {
         "file": str(path),
         "rows": {kind: sum(o["kind"] == kind for o in outcomes) for kind in SCRIPTED_KINDS},
@@ -450,7 +451,7 @@ def evaluate_scripted(
         "partial_kept": rate("partial"),
         "declined": rate("refusal"),
         "refusals_cited": sum(o["refusal_cited"] for o in outcomes),
-        "kept_by_type": {name: rate("correct", group) for name, group in sorted(by_type.items())},
+        "kept_by_type": {name: rate("correct", group) for name, group in _by_type(outcomes).items()},
         "failures": [{k: o[k] for k in ("id", "problem", "answer")} for o in outcomes if not o["ok"]],
         "outcomes": outcomes,
     }

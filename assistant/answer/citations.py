@@ -188,7 +188,7 @@ def support(claim: str, claim_vector: np.ndarray, source: Source) -> Evidence:
     size = len(words) + len(stated_numbers)
     best = Evidence(-1.0)
     for first in range(len(source.sentences)):
-        for last in (first, first + 1)[: 2 if first + 1 < len(source.sentences) else 1]:
+        for last in range(first, min(first + 2, len(source.sentences))):
             vector = source.vectors[first : last + 1].sum(axis=0)
             cosine = float(vector @ claim_vector) / (float(np.linalg.norm(vector)) or 1.0)
             found = len(words & set().union(*per_sentence[first : last + 1]))
@@ -230,9 +230,9 @@ def attribute(
 
     ``embed`` embeds claims as the sources' sentences were embedded. ``citable``: the
     numbers of the sources any supported claim may cite (default: all); the others, with
-    ``strong_exempt``, claims they support strongly. With the ``question``, a claim that only restates it
-    ("Yes, the size of the chunks matters") is neither cited nor flagged, and it does not
-    count as a supported claim.
+    ``strong_exempt``, claims they support strongly. With the ``question``, a claim that
+    only restates it ("Yes, the size of the chunks matters") is neither cited nor flagged,
+    and it does not count as a supported claim.
     """
     by_number = {s.number: s for s in sources}
     citable = set(by_number) if citable is None else citable
@@ -275,7 +275,8 @@ def attribute(
             continue
         new = order.setdefault(claim.source, len(order) + 1)
         found = claim.evidence[claim.source]
-        evidence.setdefault(claim.source, []).extend(s for s in found.sentences if s not in evidence.get(claim.source, []))
+        kept = evidence.setdefault(claim.source, [])
+        kept += [s for s in found.sentences if s not in kept]
         scores[claim.source] = max(scores.get(claim.source, 0.0), found.score)
         body, end = (text[:-1], text[-1]) if text[-1:] in ".!?" else (text, "")
         pieces.append(f"{body} [{new}]{end}{claim.trailer}")
