@@ -102,6 +102,16 @@ class Settings(BaseSettings):
         default=128, description="Chunk size in tiktoken (cl100k_base) tokens."
     )
     chunk_overlap: int = Field(default=16, description="Token overlap between consecutive chunks.")
+    max_record_tokens: int | None = Field(
+        default=8000,
+        ge=1,
+        description="A record whose text has more tokens than this is rejected when it is read, with its file "
+        "and line (abstracts have a few hundred; a full text or broken export would take minutes to embed); "
+        "None: no limit.",
+    )
+    truncate_long_records: bool = Field(
+        default=False, description="Index the first max_record_tokens tokens of a longer record instead of rejecting it."
+    )
     ingest_batch_size: int = Field(
         default=256,
         description="Abstracts embedded and written to the index per batch (Chroma writes "

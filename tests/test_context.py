@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.answer.context import build, count_tokens, render, trim_to_tokens
+from assistant.answer.context import build, render
+from assistant.tokens import count_tokens
 from assistant.index import embedders
 from assistant.settings import Settings
 from assistant.types import Abstract, Hit
@@ -56,13 +57,6 @@ def test_the_abstracts_style_shows_whole_abstracts_best_first_within_its_budget(
     assert [s.excerpt for s in budgeted] == [GRAPHENE, PEROVSKITE]
     (first,), _ = build("salt", hits, minilm, 10, "abstracts")
     assert count_tokens(first.excerpt) <= 10 and GRAPHENE.startswith(first.excerpt), "the best one, trimmed"
-
-
-def test_trimming_counts_tokens_not_characters() -> None:
-    text = "tokenization " * 50
-    trimmed = trim_to_tokens(text, 10)
-    assert count_tokens(trimmed) <= 10 and text.startswith(trimmed)
-    assert trim_to_tokens("short", 10) == "short"
 
 
 def test_sentences_that_instruct_the_model_are_left_out(minilm: embedders.Embedder) -> None:

@@ -197,3 +197,18 @@ def test_abstract_source_is_the_file_name_and_rejections_name_the_path(tmp_path:
     abstract, rejected = list(corpus.load([path]))
     assert abstract.source == "papers.jsonl"
     assert rejected.source == str(path)
+
+
+def test_records_longer_than_the_limit_are_rejected_with_their_line_in_every_format(tmp_path: Path) -> None:
+    long_text, ok = "token " * 300, "A normal abstract about graphene membranes that filter salt from seawater."
+    (tmp_path / "daily.txt").write_text(f"Daily Papers\n\n{ok}\n\n{long_text}\n")
+    (tmp_path / "rows.csv").write_text(f"title,abstract\nShort,{ok}\nLong,{long_text}\n")
+    (tmp_path / "refs.bib").write_text(f"@article{{a, title={{A}}, abstract={{{ok}}}}}\n\n"
+                                       f"@article{{b, title={{B}}, abstract={{{long_text}}}}}\n")
+    items = list(corpus.load([tmp_path], corpus.RecordLimits(max_tokens=100)))
+    rejected = [i for i in items if isinstance(i, Rejected)]
+    assert sum(isinstance(i, Abstract) for i in items) == 3
+    assert sorted(Path(r.source).name for r in rejected) == ["daily.txt", "refs.bib", "rows.csv"]
+    assert all("longer than 100 tokens" in r.reason and r.line for r in rejected), rejected
+    cut = [i for i in corpus.load([tmp_path / "rows.csv"], corpus.RecordLimits(100, truncate=True))]
+    assert [len(a.text.split()) for a in cut] == [len(ok.split()), 100]

@@ -30,14 +30,13 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
-import tiktoken
 
 from assistant.words import content_words, share, specifics
 from assistant.corpus.display import sentences
 from assistant.index.embedders import Embedder
+from assistant.tokens import count_tokens, trim_to_tokens
 from assistant.types import Hit
 
-_ENCODING = tiktoken.get_encoding("cl100k_base")
 WORD_OVERLAP_WEIGHT = 0.5
 SPECIFICS_WEIGHT = 0.3
 _INSTRUCTION = re.compile(
@@ -46,17 +45,6 @@ _INSTRUCTION = re.compile(
     r"|\bsystem prompt\b",
     re.IGNORECASE,
 )
-
-
-def count_tokens(text: str) -> int:
-    """Tokens in a text (cl100k_base)."""
-    return len(_ENCODING.encode(text, disallowed_special=()))
-
-
-def trim_to_tokens(text: str, limit: int) -> str:
-    """The text cut to at most ``limit`` tokens."""
-    tokens = _ENCODING.encode(text, disallowed_special=())
-    return text if len(tokens) <= limit else _ENCODING.decode(tokens[:limit])
 
 
 @dataclass(frozen=True, eq=False)

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 from assistant.corpus import bibtex, daily_papers, jsonl, tabular
-from assistant.corpus.base import NotTextError
+from assistant.corpus.base import NO_LIMITS, NotTextError, RecordLimits
 from assistant.types import Abstract, Rejected
 
 LOADERS = {suffix: module.load for module in (daily_papers, jsonl, tabular, bibtex) for suffix in module.suffixes}
@@ -22,11 +22,12 @@ def _files(path: Path) -> Iterator[Path]:
         yield path
 
 
-def load(paths: Iterable[str | Path]) -> Iterator[Abstract | Rejected]:
+def load(paths: Iterable[str | Path], limits: RecordLimits = NO_LIMITS) -> Iterator[Abstract | Rejected]:
     """Yield every abstract found in the given files and folders (folders are walked).
 
     Problems never stop the load: a missing file, an unsupported format or a bad record
-    is yielded as a `Rejected` saying where and why, and loading goes on.
+    (one longer than ``limits`` allow, among others) is yielded as a `Rejected` saying
+    where and why, and loading goes on.
     """
     for given in paths:
         path = Path(given)
@@ -40,11 +41,11 @@ def load(paths: Iterable[str | Path]) -> Iterator[Abstract | Rejected]:
                                f"supported: {', '.join(sorted(LOADERS))}")
                 continue
             try:
-                yield from loader(file)
+                yield from loader(file, limits)
             except OSError as error:
                 yield Rejected(str(file), None, f"cannot read file: {error.strerror or error}")
             except NotTextError as error:
                 yield Rejected(str(file), None, str(error))
 
 
-__all__ = ["load", "LOADERS"]
+__all__ = ["LOADERS", "RecordLimits", "load"]

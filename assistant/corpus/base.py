@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -12,12 +13,24 @@ from assistant.types import Abstract, Rejected
 LoadResult = Iterator[Abstract | Rejected]
 
 
+@dataclass(frozen=True)
+class RecordLimits:
+    """How long a record's text may be, in tokens (None: any length), and whether a longer
+    one is cut to that length (``truncate``) instead of rejected."""
+
+    max_tokens: int | None = None
+    truncate: bool = False
+
+
+NO_LIMITS = RecordLimits()
+
+
 class Loader(Protocol):
     """Reads one file format. A new format is one new module with one `load` function."""
 
     suffixes: tuple[str, ...]
 
-    def load(self, path: Path) -> LoadResult:
+    def load(self, path: Path, limits: RecordLimits = NO_LIMITS) -> LoadResult:
         """Yield every abstract in the file, and a `Rejected` for each bad record."""
         ...
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import bibtexparser
 
-from assistant.corpus.base import LoadResult, read_text
+from assistant.corpus.base import NO_LIMITS, LoadResult, RecordLimits, read_text
 from assistant.corpus.records import to_abstract
 from assistant.types import Rejected
 
@@ -20,7 +20,7 @@ def _clean(value: str) -> str:
     return _ESCAPED.sub(r"\1", value.replace("{", "").replace("}", "")) if "\\" in value or "{" in value else value
 
 
-def load(path: Path) -> LoadResult:
+def load(path: Path, limits: RecordLimits = NO_LIMITS) -> LoadResult:
     """Yield one abstract per entry that has an abstract; report the others."""
     source = str(path)
     library = bibtexparser.parse_string(read_text(path))
@@ -32,4 +32,4 @@ def load(path: Path) -> LoadResult:
         if "abstract" not in {name.lower() for name in fields}:
             yield Rejected(source, line, f"entry {entry.key} has no abstract field")
             continue
-        yield to_abstract({"id": entry.key, **fields}, path, line, bibtex=True)
+        yield to_abstract({"id": entry.key, **fields}, path, line, limits, bibtex=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from assistant.corpus.base import LoadResult, read_text
+from assistant.corpus.base import NO_LIMITS, LoadResult, RecordLimits, read_text
 from assistant.corpus.records import to_abstract
 from assistant.types import Rejected
 
@@ -36,14 +36,14 @@ def paragraphs(text: str) -> list[tuple[int, str]]:
     return result
 
 
-def load(path: Path) -> LoadResult:
+def load(path: Path, limits: RecordLimits = NO_LIMITS) -> LoadResult:
     """Yield the abstracts of a Daily Papers file (header paragraph skipped)."""
     source = str(path)
     paras = paragraphs(read_text(path))
     if paras and "\n" not in paras[0][1] and len(paras[0][1]) <= HEADER_MAX_CHARS:
         paras = paras[1:]
     for index, (line, para) in enumerate(paras, start=1):
-        result = to_abstract({"abstract": para, "para": index}, path, line)
+        result = to_abstract({"abstract": para, "para": index}, path, line, limits)
         if isinstance(result, Rejected):
             yield Rejected(source, line, f"paragraph {index}: {result.reason}")
         else:

@@ -6,7 +6,7 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
-from assistant.corpus.base import LoadResult, read_text
+from assistant.corpus.base import NO_LIMITS, LoadResult, RecordLimits, read_text
 from assistant.corpus.records import to_abstract
 from assistant.types import Rejected
 
@@ -25,7 +25,7 @@ def _records_of(document: object) -> list | None:
     return None
 
 
-def load(path: Path) -> LoadResult:
+def load(path: Path, limits: RecordLimits = NO_LIMITS) -> LoadResult:
     """Yield one abstract per record; a line that is not valid JSON is rejected alone."""
     source = str(path)
     text = read_text(path)
@@ -39,7 +39,7 @@ def load(path: Path) -> LoadResult:
             yield Rejected(source, None, "no list of records found in the JSON document")
             return
         for number, record in enumerate(records, start=1):
-            result = to_abstract(record, path, None)
+            result = to_abstract(record, path, None, limits)
             yield Rejected(source, None, f"record {number}: {result.reason}") if isinstance(
                 result, Rejected
             ) else result
@@ -52,4 +52,4 @@ def load(path: Path) -> LoadResult:
         except json.JSONDecodeError as error:
             yield Rejected(source, line_number, f"invalid JSON: {error.msg}")
             continue
-        yield to_abstract(record, path, line_number)
+        yield to_abstract(record, path, line_number, limits)

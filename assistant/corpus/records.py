@@ -13,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 from assistant.corpus.display import content_id, derive_title, find_link, normalize_text
+from assistant.corpus.base import NO_LIMITS, RecordLimits
+from assistant.tokens import over_limit, trim_to_tokens
 from assistant.types import Abstract, Rejected
 
 TEXT_FIELDS = ("abstract", "text", "summary")
@@ -88,9 +90,11 @@ def _extra(record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def to_abstract(
-    record: Any, path: Path, line: int | None, bibtex: bool = False
+    record: Any, path: Path, line: int | None, limits: RecordLimits = NO_LIMITS, bibtex: bool = False
 ) -> Abstract | Rejected:
-    """Turn one loaded record into an `Abstract`, or a `Rejected` saying what is missing.
+    """Turn one loaded record into an `Abstract`, or a `Rejected` saying what is missing
+    or wrong: no text, or a text longer than ``limits`` allow (a full-text dump or a corrupt
+    export would take minutes to embed; it is judged in milliseconds).
 
     The abstract's ``source`` is the file name (what users filter and count by); a
     rejection names the full path, so the record can be found and fixed.
@@ -99,15 +103,25 @@ def to_abstract(
     if not isinstance(record, Mapping):
         return Rejected(source, line, f"expected an object, got {type(record).__name__}")
     lowered = {str(k).lower(): v for k, v in record.items()}
-    text = _first(lowered, TEXT_FIELDS)
-    if not isinstance(text, str) or len(normalize_text(text)) < MIN_ABSTRACT_CHARS:
+    raw = _first(lowered, TEXT_FIELDS)
+    text = normalize_text(raw) if isinstance(raw, str) else ""
+    if len(text) < MIN_ABSTRACT_CHARS:
         return Rejected(
             source,
             line,
             "no abstract text (expected a field abstract, text or summary "
             f"of at least {MIN_ABSTRACT_CHARS} characters)",
         )
-    text = normalize_text(text)
+    if limits.max_tokens is not None and over_limit(text, limits.max_tokens):
+        if not limits.truncate:
+            return Rejected(
+                source,
+                line,
+                f"the text is longer than {limits.max_tokens:,} tokens ({len(text):,} characters), where an abstract "
+                "has a few hundred: a full text or a broken export? Raise ASSISTANT_MAX_RECORD_TOKENS to keep it, "
+                "or set ASSISTANT_TRUNCATE_LONG_RECORDS=true to index its beginning",
+            )
+        text = trim_to_tokens(text, limits.max_tokens)
     own_id = _first(lowered, ID_FIELDS)
     record_id = str(own_id).strip() if own_id is not None else None
     title = normalize_text(str(lowered.get("title") or ""))

@@ -6,7 +6,7 @@ import csv
 import io
 from pathlib import Path
 
-from assistant.corpus.base import LoadResult, read_text
+from assistant.corpus.base import NO_LIMITS, LoadResult, RecordLimits, read_text
 from assistant.corpus.records import to_abstract
 from assistant.types import Rejected
 
@@ -15,7 +15,7 @@ suffixes = (".csv", ".tsv")
 csv.field_size_limit(10_000_000)
 
 
-def load(path: Path) -> LoadResult:
+def load(path: Path, limits: RecordLimits = NO_LIMITS) -> LoadResult:
     """Yield one abstract per row; a row the csv module cannot parse is rejected alone."""
     source = str(path)
     delimiter = "\t" if path.suffix == ".tsv" else ","
@@ -31,4 +31,4 @@ def load(path: Path) -> LoadResult:
         if None in row:
             yield Rejected(source, reader.line_num, "more values than header columns")
             continue
-        yield to_abstract(row, path, reader.line_num)
+        yield to_abstract(row, path, reader.line_num, limits)

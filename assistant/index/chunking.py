@@ -10,22 +10,19 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-import tiktoken
 from llama_index.core.node_parser import SentenceSplitter
 
 from assistant.corpus.display import sentence_spans
+from assistant.tokens import ENCODING
 from assistant.types import Abstract, Chunk
-
-ENCODING = "cl100k_base"
 
 
 @lru_cache(maxsize=8)
 def _splitter(chunk_size: int, chunk_overlap: int) -> SentenceSplitter:
-    encoding = tiktoken.get_encoding(ENCODING)
     return SentenceSplitter(
         chunk_size=chunk_size,
         chunk_overlap=chunk_overlap,
-        tokenizer=encoding.encode,
+        tokenizer=ENCODING.encode,
         chunking_tokenizer_fn=sentence_spans,
     )
 

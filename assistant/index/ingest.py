@@ -52,7 +52,8 @@ def ingest(
     report = IngestReport()
     store.recover()
     unique: dict[str, Abstract] = {}
-    for item in corpus.load(paths):
+    limits = corpus.RecordLimits(settings.max_record_tokens, settings.truncate_long_records)
+    for item in corpus.load(paths, limits):
         if isinstance(item, Rejected):
             report.rejected.append(item)
         elif item.id in unique:

@@ -1,0 +1,20 @@
+"""Token counting, trimming and the record-length check (cl100k_base, as everything counts)."""
+
+from __future__ import annotations
+
+from assistant.tokens import count_tokens, over_limit, trim_to_tokens
+
+
+def test_trimming_counts_tokens_not_characters() -> None:
+    text = "tokenization " * 50
+    trimmed = trim_to_tokens(text, 10)
+    assert count_tokens(trimmed) <= 10 and text.startswith(trimmed)
+    assert trim_to_tokens("short", 10) == "short"
+
+
+def test_the_limit_check_and_trim_work_on_a_huge_text() -> None:
+    huge = "word " * 2_000_000  # 10 MB: judged on its first 128,000 characters
+    assert over_limit(huge, 8000) and not over_limit("word " * 100, 8000)
+    assert over_limit("word " * 9000, 8000) and not over_limit("word " * 7000, 8000)
+    trimmed = trim_to_tokens(huge, 8000)
+    assert count_tokens(trimmed) == 8000 and huge.startswith(trimmed)
