@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -56,3 +57,31 @@ def sample_index(tmp_path_factory: pytest.TempPathFactory) -> Assistant:
     assistant = Assistant(data_dir=tmp_path_factory.mktemp("sample-index"), auto_ingest=False)
     assistant.ingest([BUNDLED_CORPUS])
     return assistant
+
+
+class ChromaServer:
+    """A real `chroma run` server on a fixed localhost port and data folder, which a test may
+    stop (even with SIGKILL) and start again on the same port and data."""
+
+    def __init__(self, path: Path) -> None:
+        chroma = Path(sys.executable).parent / "chroma"
+        assert chroma.exists(), "the chroma command is installed with chromadb"
+        self.command = [str(chroma), "run", "--path", str(path), "--host", "127.0.0.1"]
+        self.port = free_port()
+        self.process: subprocess.Popen | None = None
+
+    def start(self) -> ChromaServer:
+        self.process = subprocess.Popen([*self.command, "--port", str(self.port)],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        wait_until_up(f"http://127.0.0.1:{self.port}/api/v2/heartbeat", self.process, 60)
+        return self
+
+    def kill(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=30)
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            self.process.wait(timeout=30)

@@ -2,36 +2,25 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from assistant import Abstract, Assistant
+from assistant import Abstract, Assistant, Chunk
 from assistant.index.store import ChromaStore, EmbedderMismatchError, StoreError
 from assistant.settings import BUNDLED_CORPUS, Settings
 
-from conftest import SAMPLE_UNIQUE, free_port, wait_until_up
+from conftest import SAMPLE_UNIQUE, ChromaServer, free_port
 
 
 @pytest.fixture
 def chroma_server(tmp_path: Path) -> Iterator[int]:
     """A real Chroma server on a free localhost port, stopped after the test."""
-    chroma = shutil.which("chroma", path=str(Path(sys.executable).parent))
-    assert chroma, "the chroma command is installed with chromadb"
-    port = free_port()
-    process = subprocess.Popen(
-        [chroma, "run", "--path", str(tmp_path / "server-data"), "--host", "127.0.0.1", "--port", str(port)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
-    wait_until_up(f"http://127.0.0.1:{port}/api/v2/heartbeat", process, 60)
-    yield port
-    process.terminate()
-    process.wait(timeout=30)
+    server = ChromaServer(tmp_path / "server-data").start()
+    yield server.port
+    server.stop()
 
 
 @pytest.mark.slow
@@ -140,3 +129,21 @@ def test_the_generation_token_changes_with_the_indexed_abstracts_only(tmp_path: 
     assistant.reset()
     seen.append(store.change_stamp())
     assert all(seen) and len(set(seen)) == len(seen), seen
+
+
+def test_every_write_fits_chromas_max_batch_size(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch of abstracts whose chunks outnumber Chroma's max batch size (5,461 embedded) is
+    written in pieces that fit it: before, one long record made the whole file fail."""
+    store = ChromaStore(Settings(data_dir=tmp_path), embedder_id="any")
+    monkeypatch.setattr(store.client, "get_max_batch_size", lambda: 3)
+    sizes: list[int] = []
+    add = store.chunks.add
+    monkeypatch.setattr(store.chunks, "add", lambda **kw: (sizes.append(len(kw["ids"])), add(**kw))[1])
+    abstracts = [Abstract(id=f"a{i}", title="", source="s", text=f"Abstract {i} on a topic of its own.") for i in range(4)]
+    chunks = [Chunk(id=f"a{i}#{n}", abstract_id=f"a{i}", index=n, text=f"piece {n}") for i in range(4) for n in range(2)]
+    vectors = np.eye(8, 16, dtype=np.float32)
+    store.begin(abstracts, vectors[:4])
+    store.add_chunks(chunks, vectors, {a.id: a for a in abstracts})
+    store.commit(abstracts)
+    assert store.count() == 4 and store.chunk_count() == 8
+    assert sizes and max(sizes) <= 3 and sum(sizes) == 8
