@@ -20,3 +20,21 @@ def make_client(settings: Settings) -> openai.OpenAI:
         timeout=settings.openai_timeout,
         max_retries=settings.openai_max_retries,
     )
+
+
+def explain(error: openai.APIError, client: openai.OpenAI, model: str, role: str) -> str:
+    """What went wrong with a request to an OpenAI-compatible ``role`` server ("model",
+    "embedding"), and what to do: a stalled server, an unreachable one, a rejected key."""
+    url = client.base_url
+    if isinstance(error, openai.APITimeoutError):
+        tries = client.max_retries + 1
+        return (
+            f"the {role} server at {url} did not answer within {client.timeout} s "
+            f"({tries} {'try' if tries == 1 else 'tries'}): is it overloaded or stuck? "
+            "ASSISTANT_OPENAI_TIMEOUT sets how long to wait"
+        )
+    if isinstance(error, openai.APIConnectionError):
+        return f"cannot reach the {role} server at {url}; is it running? Check ASSISTANT_OPENAI_BASE_URL."
+    if isinstance(error, openai.AuthenticationError):
+        return f"the {role} server at {url} rejected the API key; check ASSISTANT_OPENAI_API_KEY."
+    return f"the {role} server at {url} failed for model {model!r}: {error}"

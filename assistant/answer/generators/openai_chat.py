@@ -7,6 +7,7 @@ from collections.abc import Iterator
 import openai
 
 from assistant.answer.generators.base import GenerationError, Message, Usage
+from assistant.openai_client import explain
 
 
 class OpenAIChat:
@@ -39,18 +40,5 @@ class OpenAIChat:
                     if not chunk.usage:
                         usage.completion_tokens += 1
                     yield chunk.choices[0].delta.content
-        except openai.APIConnectionError as error:
-            raise GenerationError(
-                f"cannot reach the model server at {self.client.base_url} ({error}); is it "
-                "running? Check ASSISTANT_OPENAI_BASE_URL."
-            ) from error
-        except openai.AuthenticationError as error:
-            raise GenerationError(
-                f"the model server at {self.client.base_url} rejected the API key; check "
-                "ASSISTANT_OPENAI_API_KEY."
-            ) from error
         except openai.APIError as error:
-            raise GenerationError(
-                f"the model server at {self.client.base_url} failed for model "
-                f"{self.model_name!r}: {error}"
-            ) from error
+            raise GenerationError(explain(error, self.client, self.model_name, "model")) from error

@@ -6,6 +6,7 @@ import numpy as np
 import openai
 
 from assistant.index.embedders.base import EmbeddingError
+from assistant.openai_client import explain
 
 
 class OpenAIEmbedder:
@@ -29,10 +30,7 @@ class OpenAIEmbedder:
                     model=self.model, input=texts[start : start + self.batch_size]
                 )
             except openai.APIError as error:
-                raise EmbeddingError(
-                    f"embedding server {self.client.base_url} failed for model "
-                    f"{self.model!r}: {error}"
-                ) from error
+                raise EmbeddingError(explain(error, self.client, self.model, "embedding")) from error
             for item in sorted(reply.data, key=lambda d: d.index):
                 if not item.embedding or not isinstance(item.embedding[0], int | float):
                     raise EmbeddingError(
