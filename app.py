@@ -19,6 +19,7 @@ import gradio as gr
 
 from assistant import Answer, Assistant, Chat, GenerationError, QuestionError, default_assistant, render
 from assistant.corpus import LOADERS
+from assistant.index.embedders import EmbeddingError
 from assistant.index.store import StoreError
 
 log = logging.getLogger("assistant.app")
@@ -115,7 +116,7 @@ def build(assistant: Assistant) -> gr.Blocks:
                         streamed += item
                         shown[-1]["content"] = render.streaming_html(streamed)
                         yield "", shown, gr.skip(), chat
-            except (QuestionError, GenerationError) as error:
+            except (QuestionError, GenerationError, StoreError, EmbeddingError) as error:  # they say what to do
                 shown[-1]["content"] = f"⚠ {html.escape(str(error))}"
                 yield "", shown, gr.skip(), chat
             except Exception as error:  # the UI's boundary: a message, never a traceback
@@ -133,6 +134,8 @@ def build(assistant: Assistant) -> gr.Blocks:
                 report = assistant.ingest(
                     files, on_batch=lambda done, total: progress((done, total), desc="Indexing", unit="abstracts")
                 )
+            except (StoreError, EmbeddingError) as error:  # they say what to do
+                return f"<p>⚠ {html.escape(str(error))}</p>", gr.skip(), gr.skip()
             except Exception as error:  # the UI's boundary: a message, never a traceback
                 log.exception("ingest failed")
                 return f"<p>⚠ The upload could not be indexed: {html.escape(str(error))}</p>", gr.skip(), gr.skip()
@@ -148,7 +151,7 @@ def build(assistant: Assistant) -> gr.Blocks:
             [message, conversation, k, source],
             [message, chatbot, sources, conversation],
             api_name="chat",
-            concurrency_limit=s.app_concurrency,
+            concurrency_limit=s.answers_at_once,
             concurrency_id="model",
         )
         new_chat.click(
@@ -172,6 +175,7 @@ def launch(assistant: Assistant) -> None:
         auth=auth,
         theme=theme,
         css=render.CSS,
+        max_file_size=s.app_max_upload_mb * gr.FileSize.MB,
     )
 
 

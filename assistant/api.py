@@ -10,6 +10,8 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from filelock import FileLock
+
 from assistant.answer import generators
 from assistant.answer.pipeline import Parts, condense, final, stream_answer
 from assistant.index import embedders
@@ -114,9 +116,17 @@ class Assistant:
         """Index the abstracts in these files/folders; already indexed ones are skipped."""
         if isinstance(paths, str | Path):
             paths = [paths]
-        report = run_ingest(paths, self.store, self.embedder, self.settings, progress, on_batch)
-        self.refresh_lexical(force=True)
+        with self._writing():
+            report = run_ingest(paths, self.store, self.embedder, self.settings, progress, on_batch)
+            self.refresh_lexical(force=True)
         return report
+
+    def _writing(self) -> FileLock:
+        """The lock that lets one process at a time write this index: a second ingest waits,
+        then skips what the first added, so each report tells the truth. It lives beside the
+        index in data_dir (with a Chroma server: one lock per data_dir, not per server)."""
+        self.settings.data_dir.mkdir(parents=True, exist_ok=True)
+        return FileLock(self.settings.data_dir / f"{self.settings.collection}.write.lock")
 
     def ensure_corpus(self) -> IngestReport | None:
         """Ingest the bundled corpus if the index is empty and auto_ingest is on
@@ -196,8 +206,9 @@ class Assistant:
 
     def reset(self) -> None:
         """Delete everything in this index (vectors, abstracts and the BM25 index)."""
-        self.store.reset()
-        self.refresh_lexical(force=True)
+        with self._writing():
+            self.store.reset()
+            self.refresh_lexical(force=True)
 
 
 class Chat:

@@ -232,8 +232,15 @@ class Settings(BaseSettings):
         default=None, description="Username the app asks for (set with app_password; unset: no login)."
     )
     app_password: SecretStr | None = Field(default=None, description="Password the app asks for.")
-    app_concurrency: int = Field(
-        default=1, ge=1, description="Answers the app generates at once; further requests wait in Gradio's queue."
+    app_concurrency: int | None = Field(
+        default=None,
+        ge=1,
+        description="Answers the app generates at once; further requests wait in Gradio's queue, each user "
+        "seeing their place in it (default: 1 with the local model, which answers one question at a time; 4 "
+        "with the openai backend, whose server batches requests).",
+    )
+    app_max_upload_mb: int = Field(
+        default=50, ge=1, description="Largest file the app accepts for upload, in MB (larger ones get a message)."
     )
     app_examples: list[str] = Field(
         default=[
@@ -265,6 +272,11 @@ class Settings(BaseSettings):
         if style == "abstracts":
             return AnswerContext(style, self.abstracts_context_tokens, self.top_k or 10)
         return AnswerContext(style, self.context_tokens, self.top_k or 5)
+
+    @property
+    def answers_at_once(self) -> int:
+        """How many answers the app generates at once (``app_concurrency`` or its default)."""
+        return self.app_concurrency or (4 if self.llm_backend == "openai" else 1)
 
     @property
     def chroma_dir(self) -> Path:

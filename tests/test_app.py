@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -237,3 +238,19 @@ def test_browser_upload_is_searchable_at_once_and_nothing_in_it_executes(
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "upload-xss.png"), full_page=True)
     assert watched.outside == []
+
+
+@pytest.mark.slow
+def test_browser_a_waiting_user_sees_their_place_in_the_queue(browser: Any, app_url: str) -> None:
+    """The app answers one question at a time with the local model; a second user, asking
+    meanwhile, is shown where they stand in Gradio's queue, then gets their answer."""
+    first, second = Watched(browser, app_url), Watched(browser, app_url)
+    for watched, question in ((first, QUESTION), (second, "How do normalizer-free networks train without batch norm?")):
+        watched.page.locator("#question textarea").fill(question)
+        watched.page.locator("#question textarea").press("Enter")
+    second.page.locator("#chat").get_by_text(re.compile(r"queue", re.IGNORECASE)).first.wait_for(timeout=60_000)
+    ARTIFACTS.mkdir(exist_ok=True)
+    second.page.screenshot(path=str(ARTIFACTS / "queue.png"), full_page=True)
+    for watched in (first, second):
+        watched.page.locator("#sources .source, #sources .abstained").first.wait_for(timeout=180_000)
+    assert first.outside == [] and second.outside == []

@@ -25,8 +25,11 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import pickle
 import re
 import shutil
+import struct
+import zipfile
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -46,6 +49,9 @@ _ACRONYMS = "acronyms.npz"
 _FORMAT = 2  # since phrase buckets hash word hashes and token ids are saved; older indexes are rebuilt
 _TOKENS = "tokens.npz"  # every indexed abstract's token ids, so that an update tokenizes only new ones
 ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{2,}\b")
+# What reading a damaged saved index raises (truncated by a crash or a full disk, or
+# overwritten): the index is derived data, so it is then rebuilt from Chroma.
+_UNREADABLE = (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile, pickle.UnpicklingError, struct.error)
 
 
 def fingerprint(ids: list[str]) -> str:
@@ -143,7 +149,7 @@ class Bm25Index:
             phrase_model = bm25s.BM25.load(str(phrase_folder)) if phrase_folder.exists() else None
             with np.load(self.folder / _ACRONYMS) as saved:
                 acronyms = self._split(saved["names"].tolist(), saved["indptr"], saved["rows"])
-        except (OSError, ValueError, KeyError):
+        except _UNREADABLE:
             return
         self.model, self.phrase_model, self._acronyms = model, phrase_model, acronyms
         self.ids, self.fingerprint = manifest["ids"], manifest["fingerprint"]
@@ -193,7 +199,7 @@ class Bm25Index:
                 if str(saved["fingerprint"]) != self.fingerprint:  # replaced since it was loaded
                     return None
                 return TokenArrays.from_arrays(saved)
-        except (OSError, ValueError, KeyError):
+        except _UNREADABLE:
             return None
 
     def _clear(self) -> None:
