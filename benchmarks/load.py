@@ -1,0 +1,138 @@
+"""Load: many simultaneous chat users against the app, and what a pathological upload costs.
+
+    python benchmarks/load.py [--users 8,32]
+
+Starts ``python app.py`` on an index of the bundled corpus (built first), then, for each
+number of users, that many gradio_client users send a dev question at the same moment.
+For each user: the *wait* (from sending until the app starts on the request, read from the
+job's queue status) and the *answer* time (from then until the final answer). The app
+answers ``Settings.answers_at_once`` questions at a time (1 with the local model); the others
+wait in Gradio's queue and are shown their place in it.
+
+Then the time to ingest a JSONL file holding one 10 MB record (a full-text dump: rejected
+with its line) and one valid record (added).
+
+Writes ``benchmarks/results/load.json``. Never part of the test run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import httpx
+
+from assistant import Assistant
+from assistant.settings import BUNDLED_CORPUS
+from results import row, save
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def one_user(url: str, question: str) -> dict[str, float]:
+    """Send one question; the seconds spent waiting in the queue and being answered."""
+    from gradio_client import Client
+    from gradio_client.utils import Status
+
+    waiting = (Status.STARTING, Status.JOINING_QUEUE, Status.IN_QUEUE, Status.SENDING_DATA)
+
+    client = Client(url, verbose=False)
+    sent = time.perf_counter()
+    job = client.submit(question, api_name="/chat")
+    started = None
+    while not job.done():
+        if started is None and job.status().code not in waiting:
+            started = time.perf_counter()
+        time.sleep(0.05)
+    job.result()
+    finished = time.perf_counter()
+    started = started or finished
+    return {"wait": started - sent, "answer": finished - started}
+
+
+def percentiles(values: list[float]) -> str:
+    ordered = sorted(values)
+    p95 = ordered[min(len(ordered) - 1, round(0.95 * (len(ordered) - 1)))]
+    return f"{statistics.median(ordered):.1f} / {p95:.1f} s"
+
+
+def oversized_upload(folder: Path) -> float:
+    """Seconds to ingest a file with one 10 MB record and one valid one."""
+    papers = folder / "dump.jsonl"
+    papers.write_text(json.dumps({"id": "dump", "abstract": "word " * 2_000_000}) + "\n" + json.dumps(
+        {"id": "ok", "title": "Graphene", "abstract": "Graphene membranes filter salt from seawater at high flux."}))
+    assistant = Assistant(data_dir=folder / "index", auto_ingest=False)
+    assistant.store.count()  # open the store and the embedder before the clock starts
+    assistant.embedder.embed(["warm"])
+    started = time.perf_counter()
+    report = assistant.ingest([papers])
+    seconds = time.perf_counter() - started
+    assert report.added == 1 and len(report.rejected) == 1, report.summary()
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--users", default="8,32", help="numbers of simultaneous users, comma-separated")
+    args = parser.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="load-bench-"))
+    Assistant(data_dir=work / "index", auto_ingest=False).ingest([BUNDLED_CORPUS])
+    questions = [json.loads(line)["question"] for line in (ROOT / "tests/data/dev.jsonl").read_text().splitlines()]
+    port = free_port()
+    env = {**os.environ, "ASSISTANT_DATA_DIR": str(work / "index"), "ASSISTANT_APP_PORT": str(port)}
+    app = subprocess.Popen([sys.executable, str(ROOT / "app.py")], env=env, cwd=ROOT,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/"
+    rows = []
+    try:
+        while True:
+            try:
+                if httpx.get(url, timeout=1).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        one_user(url, questions[0])  # loads the model
+        for users in (int(n) for n in args.users.split(",")):
+            asked = [questions[i % len(questions)] for i in range(users)]
+            started = time.perf_counter()
+            with ThreadPoolExecutor(users) as pool:
+                runs = list(pool.map(lambda q: one_user(url, q), asked))
+            wall = time.perf_counter() - started
+            print(f"{users} users: wait {percentiles([r['wait'] for r in runs])}, answer "
+                  f"{percentiles([r['answer'] for r in runs])}, all done in {wall:.0f} s")
+            rows += [
+                row(f"load_{users}_wait", f"{users} simultaneous users: wait in the queue, p50 / p95",
+                    percentiles([r["wait"] for r in runs])),
+                row(f"load_{users}_answer", f"{users} simultaneous users: answer once started, p50 / p95",
+                    percentiles([r["answer"] for r in runs])),
+                row("", f"{users} simultaneous users: until the last answer", f"{wall:.0f} s"),
+            ]
+    finally:
+        app.terminate()
+        app.wait(timeout=30)
+    seconds = oversized_upload(work)
+    print(f"a file with a 10 MB record and a valid one: ingested in {seconds:.2f} s")
+    rows.append(row("oversized_record", "ingest of a file with a 10 MB record (rejected) and a valid one (added)",
+                    f"{seconds:.2f} s"))
+    save("load", "Load: simultaneous chat users, and a pathological upload", rows,
+         note=f"the app answers {Assistant(data_dir=work / 'index').settings.answers_at_once} question(s) at a time "
+              "(the local model); the others wait in Gradio's queue.")
+
+
+if __name__ == "__main__":
+    main()
