@@ -139,7 +139,7 @@ def main() -> None:
     for name, assistant, fusion in variants:
         ndcg, recall = score(scifact_run(assistant, queries, fusion), qrels)
         print(f"{name:80s} {ndcg:8.4f} {recall:7.4f}")
-        rows.append(row("", f"SciFact exact scores, {name}: nDCG@10 / R@100", f"{ndcg:.3f} / {recall:.3f}"))
+        rows.append(row("", f"SciFact, {name}: nDCG@10 / R@100", f"{ndcg:.3f} / {recall:.3f}"))
 
     print(f"\nDev questions ({args.qa.name}) on the sample corpus")
     with tempfile.TemporaryDirectory() as tmp:

@@ -254,3 +254,22 @@ def test_browser_a_waiting_user_sees_their_place_in_the_queue(browser: Any, app_
     for watched in (first, second):
         watched.page.locator("#sources .source, #sources .abstained").first.wait_for(timeout=180_000)
     assert first.outside == [] and second.outside == []
+
+
+@pytest.mark.slow
+def test_browser_an_upload_over_the_size_cap_is_refused_with_a_message(browser: Any, tmp_path: Path) -> None:
+    process, url = start_app(tmp_path / "index", tmp_path / "app.log", auto_ingest="false", app_max_upload_mb="1")
+    try:
+        big = tmp_path / "dump.jsonl"
+        big.write_text(json.dumps({"id": "dump", "abstract": "word " * 400_000}))  # 2 MB
+        watched = Watched(browser, url)
+        page = watched.page
+        page.get_by_text("Add papers").click()
+        page.locator("#upload input[type=file]").set_input_files(str(big))
+        page.get_by_text(re.compile(r"maximum|too large|exceeds", re.IGNORECASE)).first.wait_for(timeout=30_000)
+        ARTIFACTS.mkdir(exist_ok=True)
+        page.screenshot(path=str(ARTIFACTS / "upload-too-large.png"), full_page=True)
+        assert "0 abstracts indexed" in page.locator("#status").inner_text()
+        assert watched.outside == []
+    finally:
+        stop(process)
