@@ -81,7 +81,18 @@ def _print_answer(stream) -> Answer:
 
 
 def _ask(assistant: Assistant, args: argparse.Namespace) -> int:
-    _print_answer(assistant.ask_stream(args.question))
+    if args.format == "text":
+        _print_answer(assistant.ask_stream(args.question))
+        return 0
+    answer = assistant.ask(args.question)
+    if args.format == "markdown":
+        print(answer.to_markdown(), end="")
+    elif args.format == "bibtex":
+        print(answer.to_bibtex(), end="")
+        if not answer.citations:
+            print(f"no references: {answer.text}", file=sys.stderr)
+    else:
+        print(json.dumps(asdict(answer), indent=2, default=str))
     return 0
 
 
@@ -195,6 +206,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     ask = commands.add_parser("ask", help="answer a question with citations (streams)")
     ask.add_argument("question")
+    ask.add_argument(
+        "--format",
+        choices=("text", "markdown", "json", "bibtex"),
+        default="text",
+        help="text: streamed, with references (default); markdown: the answer and a linked reference list; "
+        "json: the whole Answer; bibtex: one entry per cited abstract",
+    )
     ask.set_defaults(run=_ask)
 
     chat = commands.add_parser("chat", help="a multi-turn conversation in the terminal")

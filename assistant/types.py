@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from assistant import references
+
 
 @dataclass(frozen=True)
 class Abstract:
@@ -64,6 +66,16 @@ class Hit:
     dense: float | None = None
     lexical: float | None = None
     relevance: float = 0.0
+
+
+@dataclass(frozen=True)
+class Retrieved:
+    """The first event of an answer stream (`Assistant.ask_events`): the abstracts found for
+    ``question`` (the standalone question, after a chat follow-up is rewritten), before the
+    model writes anything."""
+
+    question: str
+    hits: list[Hit]
 
 
 @dataclass
@@ -140,14 +152,20 @@ class Answer:
             for c in self.citations
         ]
 
+    def to_markdown(self) -> str:
+        """The answer's text, then a numbered reference list with links (for notes)."""
+        lines = [self.text]
+        if self.citations:
+            lines += ["", "**References**", ""]
+            lines += [references.markdown_reference(c.number, c.abstract) for c in self.citations]
+        return "\n".join(lines) + "\n"
+
+    def to_bibtex(self) -> str:
+        """One BibTeX entry per cited abstract, in citation order (empty when none)."""
+        return references.bibtex([c.abstract for c in self.citations])
+
     def __str__(self) -> str:
         return "\n".join([self.text, "", *self.references()]) if self.citations else self.text
 
     def _repr_markdown_(self) -> str:
-        lines = [self.text]
-        if self.citations:
-            lines.append("")
-            for c in self.citations:
-                title = f"[{c.abstract.title}]({c.abstract.url})" if c.abstract.url else c.abstract.title
-                lines.append(f"{c.number}. {title}")
-        return "\n".join(lines)
+        return self.to_markdown()

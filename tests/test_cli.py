@@ -42,3 +42,29 @@ def test_bad_question_is_a_clear_error_not_a_traceback(tmp_path: Path) -> None:
     result = _run("search", "   ", data_dir=tmp_path)
     assert result.returncode == 2
     assert result.stderr.startswith("error: the question is empty") and "Traceback" not in result.stderr
+
+
+@pytest.mark.slow
+def test_ask_formats_an_answer_for_notes_and_manuscripts(tmp_path: Path) -> None:
+    """``ask --format markdown|bibtex|json``: the reference list, the user's own BibTeX entry
+    (the abstract came from a .bib file), and the whole Answer as JSON."""
+    pangu = next(line for line in BUNDLED_CORPUS.joinpath("000_f4a0e3667c329c35.txt").read_text().splitlines()
+                 if "Pangu Ultra" in line)
+    entry = f"@article{{yin2025pangu,\n  title = {{Pangu Ultra}},\n  journal = {{arXiv}},\n  abstract = {{{pangu}}}\n}}"
+    (tmp_path / "pangu.bib").write_text(entry + "\n")
+    data_dir = tmp_path / "index"
+    assert _run("ingest", str(tmp_path / "pangu.bib"), data_dir=data_dir).returncode == 0
+    question = "What technique did the Pangu Ultra team introduce to eliminate loss spikes?"
+
+    markdown = _run("ask", question, "--format", "markdown", data_dir=data_dir)
+    assert markdown.returncode == 0, markdown.stderr
+    text, references = markdown.stdout.split("\n\n**References**\n\n")
+    assert "[1]" in text and "sandwich" in text.lower()
+    assert references.strip() == "1. Pangu Ultra. `pangu.bib`"
+
+    bib = _run("ask", question, "--format", "bibtex", data_dir=data_dir)
+    assert bib.returncode == 0 and bib.stdout.strip() == entry
+
+    answer = json.loads(_run("ask", question, "--format", "json", data_dir=data_dir).stdout)
+    assert answer["abstained"] is False and answer["citations"][0]["abstract"]["id"] == "yin2025pangu"
+    assert answer["citations"][0]["evidence"] and answer["sources"]

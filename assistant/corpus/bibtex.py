@@ -1,23 +1,22 @@
-"""BibTeX files: entries with an ``abstract`` field; the entry key is the id."""
+"""BibTeX files: entries with an ``abstract`` field; the entry key is the id.
+
+Each abstract keeps its entry's own text (``extra["bibtex"]``), so a reference to it is
+exported as the user wrote it (`assistant.references`).
+"""
 
 from __future__ import annotations
 
-import re
+from dataclasses import replace
 from pathlib import Path
 
 import bibtexparser
 
 from assistant.corpus.base import NO_LIMITS, LoadResult, RecordLimits, read_text
 from assistant.corpus.records import to_abstract
-from assistant.types import Rejected
+from assistant.references import BIBTEX_FIELD, unescape
+from assistant.types import Abstract, Rejected
 
 suffixes = (".bib", ".bibtex")
-_ESCAPED = re.compile(r"\\([&%$#_{}])")
-
-
-def _clean(value: str) -> str:
-    """Drop BibTeX's protective braces and unescape the common escaped characters."""
-    return _ESCAPED.sub(r"\1", value.replace("{", "").replace("}", "")) if "\\" in value or "{" in value else value
 
 
 def load(path: Path, limits: RecordLimits = NO_LIMITS) -> LoadResult:
@@ -27,9 +26,12 @@ def load(path: Path, limits: RecordLimits = NO_LIMITS) -> LoadResult:
     for block in library.failed_blocks:
         yield Rejected(source, block.start_line + 1, "malformed BibTeX entry")
     for entry in library.entries:
-        fields = {name: _clean(str(f.value)) for name, f in entry.fields_dict.items()}
+        fields = {name: unescape(str(f.value)) for name, f in entry.fields_dict.items()}
         line = entry.start_line + 1
         if "abstract" not in {name.lower() for name in fields}:
             yield Rejected(source, line, f"entry {entry.key} has no abstract field")
             continue
-        yield to_abstract({"id": entry.key, **fields}, path, line, limits, bibtex=True)
+        loaded = to_abstract({"id": entry.key, **fields}, path, line, limits, bibtex=True)
+        if isinstance(loaded, Abstract) and entry.raw:
+            loaded = replace(loaded, extra={**loaded.extra, BIBTEX_FIELD: entry.raw.strip()})
+        yield loaded
