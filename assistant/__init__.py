@@ -27,6 +27,7 @@ from assistant.types import (  # noqa: E402
     Hit,
     IngestReport,
     Rejected,
+    Retrieved,
 )
 
 _default: Assistant | None = None
@@ -67,6 +68,7 @@ __all__ = [
     "IngestReport",
     "QuestionError",
     "Rejected",
+    "Retrieved",
     "SearchFilters",
     "Settings",
     "ask",

@@ -13,14 +13,14 @@ from typing import Any
 from filelock import FileLock
 
 from assistant.answer import generators
-from assistant.answer.pipeline import Parts, condense, final, stream_answer
+from assistant.answer.pipeline import Event, Parts, condense, final, stream_answer
 from assistant.index import embedders
 from assistant.index.bm25 import Bm25Index
 from assistant.index.ingest import ingest as run_ingest
 from assistant.index.store import ChromaStore
 from assistant.retrieval import HybridRetriever, SearchFilters
 from assistant.settings import Settings
-from assistant.types import Answer, Hit, IngestReport
+from assistant.types import Answer, Hit, IngestReport, Retrieved
 
 MAX_QUESTION_CHARS = 4000
 
@@ -40,6 +40,11 @@ def check_question(question: str) -> str:
             f"{MAX_QUESTION_CHARS:,}. Ask a shorter question."
         )
     return question
+
+
+def _text_and_answer(events: Iterator[Event]) -> Iterator[str | Answer]:
+    """An answer stream without its `Retrieved` event: what `ask_stream` has always yielded."""
+    return (item for item in events if not isinstance(item, Retrieved))
 
 
 class Assistant:
@@ -157,22 +162,33 @@ class Assistant:
         self.refresh_lexical()
         return self.retriever.search(question, k, parsed)
 
-    def ask_stream(
+    def ask_events(
         self,
         question: str,
         k: int | None = None,
         filters: SearchFilters | Mapping[str, Any] | None = None,
-    ) -> Iterator[str | Answer]:
-        """Yield the answer's text as the model writes it, then the verified `Answer`.
+    ) -> Iterator[Event]:
+        """Yield the retrieved hits first (`Retrieved`, as soon as search returns), then the
+        answer's text as the model writes it, then the verified `Answer`.
 
         ``k`` abstracts are retrieved (default: ``Settings.context.top_k``), restricted by
         ``filters`` as in `search`.
         """
         return stream_answer(self.answering(), check_question(question), k=k, filters=filters)
 
+    def ask_stream(
+        self,
+        question: str,
+        k: int | None = None,
+        filters: SearchFilters | Mapping[str, Any] | None = None,
+    ) -> Iterator[str | Answer]:
+        """Yield the answer's text as the model writes it, then the verified `Answer`
+        (`ask_events` without its first, `Retrieved`, event)."""
+        return _text_and_answer(self.ask_events(question, k=k, filters=filters))
+
     def answering(self) -> Parts:
-        """What the answer pipeline uses (the generator loads here, on first use)."""
-        return Parts(self.search, self.embedder, self.generator, self.bm25, self.settings)
+        """What the answer pipeline uses (the generator loads when it is first needed)."""
+        return Parts(self.search, self.embedder, lambda: self.generator, self.bm25, self.settings)
 
     def ask(
         self,
@@ -182,7 +198,7 @@ class Assistant:
     ) -> Answer:
         """Answer a question in a few sentences, each claim citing the abstract that
         supports it, or abstain (``Answer.abstained``) when the abstracts do not answer."""
-        return final(self.ask_stream(question, k=k, filters=filters))
+        return final(self.ask_events(question, k=k, filters=filters))
 
     def chat(self) -> Chat:
         """A multi-turn conversation over this index."""
@@ -220,8 +236,9 @@ class Chat:
         self.max_turns = max_turns
         self.history: list[tuple[str, Answer]] = []
 
-    def ask_stream(self, question: str, **options: Any) -> Iterator[str | Answer]:
-        """Like `Assistant.ask_stream` (same options), for the next turn of this conversation."""
+    def ask_events(self, question: str, **options: Any) -> Iterator[Event]:
+        """Like `Assistant.ask_events` (same options), for the next turn of this conversation;
+        `Retrieved.question` is the follow-up rewritten as a standalone question."""
         question = check_question(question)
         standalone = None
         if self.history:
@@ -232,9 +249,13 @@ class Chat:
                 self.history.append((question, item))
             yield item
 
+    def ask_stream(self, question: str, **options: Any) -> Iterator[str | Answer]:
+        """Like `Assistant.ask_stream` (same options), for the next turn of this conversation."""
+        return _text_and_answer(self.ask_events(question, **options))
+
     def ask(self, question: str, **options: Any) -> Answer:
         """The next turn's `Answer`."""
-        return final(self.ask_stream(question, **options))
+        return final(self.ask_events(question, **options))
 
     def reset(self) -> None:
         """Forget the conversation."""

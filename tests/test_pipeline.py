@@ -1,4 +1,4 @@
-"""ask(), ask_stream() and Chat end to end: the real local model on the real sample index."""
+"""ask(), ask_events(), ask_stream() and Chat end to end: the real local model on the real sample index."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from assistant import Answer, Assistant, QuestionError
+from assistant import Answer, Assistant, QuestionError, Retrieved
 from assistant.answer.pipeline import ABSTAIN_TEXT, condense
 
 from scripted_server import MODEL, ScriptedServer
@@ -193,3 +193,26 @@ def test_a_partial_answer_keeps_what_is_supported_and_drops_the_refusal(capable:
     assert not answer.abstained and answer.text == ("Pangu Ultra keeps training stable with depth-scaled sandwich "
                                                      "normalization [1].")
     assert answer.declined == ["The abstract does not say how long training took."]
+
+
+def test_events_give_the_retrieved_sources_before_the_model_is_asked(capable: Assistant, scripted: ScriptedServer) -> None:
+    scripted.script(PANGU["question"], PARAPHRASE, [PANGU_PREFIX])
+    asked_before = len(scripted.prompts)
+    events = capable.ask_events(PANGU["question"])
+    first = next(events)
+    assert isinstance(first, Retrieved) and first.question == PANGU["question"]
+    assert len(scripted.prompts) == asked_before, "the model was asked before the sources were handed over"
+    assert [h.abstract.id for h in first.hits] == [h.abstract.id for h in capable.search(PANGU["question"], 10)]
+    rest = list(events)
+    assert len(scripted.prompts) == asked_before + 1
+    deltas, answer = rest[:-1], rest[-1]
+    assert deltas and all(isinstance(d, str) for d in deltas) and isinstance(answer, Answer)
+    assert {c.abstract.id for c in answer.citations} <= {h.abstract.id for h in first.hits}
+
+
+def test_ask_stream_keeps_yielding_only_text_then_the_answer(capable: Assistant, scripted: ScriptedServer) -> None:
+    scripted.script(PANGU["question"], PARAPHRASE, [PANGU_PREFIX])
+    items = list(capable.ask_stream(PANGU["question"]))
+    assert all(isinstance(i, str) for i in items[:-1]) and isinstance(items[-1], Answer)
+    chat_items = list(capable.chat().ask_stream(PANGU["question"]))
+    assert all(isinstance(i, str) for i in chat_items[:-1]) and isinstance(chat_items[-1], Answer)

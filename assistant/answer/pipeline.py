@@ -1,6 +1,10 @@
 """One question, end to end: retrieve → context → generate (streamed) → verify citations
 → `Answer`, or an honest abstention.
 
+The stream yields the retrieved hits first (`Retrieved`, as soon as search returns, so a UI
+can show the sources while the model reads them), then the model's text deltas, then the
+verified `Answer`.
+
 The pipeline receives what it uses (`Parts`: search, embedder, generator, lexical index,
 settings) from its caller and never reaches back up into it.
 
@@ -35,20 +39,23 @@ from assistant.index.bm25 import Bm25Index
 from assistant.index.embedders import Embedder
 from assistant.retrieval import SearchFilters, subject_terms
 from assistant.settings import Settings
-from assistant.types import Answer, Hit
+from assistant.types import Answer, Hit, Retrieved
 
 ABSTAIN_TEXT = "The indexed abstracts do not answer this question."
 _NOT_IN_SOURCES = re.compile(r"\bNOT IN (?:THE )?SOURCES\b\.?", re.IGNORECASE)
 Search = Callable[[str, int, SearchFilters | Mapping[str, Any] | None], list[Hit]]
+Event = Retrieved | str | Answer
 
 
 @dataclass(frozen=True)
 class Parts:
-    """What answering uses, handed down by the caller (an `Assistant`)."""
+    """What answering uses, handed down by the caller (an `Assistant`). The generator comes
+    as a loader, called once the sources are known: loading a local model takes seconds, and
+    the retrieved sources are handed over before that."""
 
     search: Search
     embedder: Embedder
-    generator: Generator
+    load_generator: Callable[[], Generator]
     lexical: Bm25Index
     settings: Settings
 
@@ -77,18 +84,21 @@ def stream_answer(
     standalone: str | None = None,
     k: int | None = None,
     filters: SearchFilters | Mapping[str, Any] | None = None,
-) -> Iterator[str | Answer]:
-    """Yield the model's text deltas as they come, then the verified `Answer`.
+) -> Iterator[Event]:
+    """Yield the retrieved hits (`Retrieved`), the model's text deltas as they come, then
+    the verified `Answer`.
 
     ``k`` (default: ``Settings.context.top_k``) is how many abstracts are retrieved;
     ``filters`` restrict them as in `Assistant.search`.
     """
-    settings, generator = parts.settings, parts.generator
+    settings = parts.settings
     started = time.perf_counter()
     query = standalone or question
     plan = settings.context
     hits = parts.search(query, k or plan.top_k, filters)
     timings = {"retrieve": time.perf_counter() - started}
+    yield Retrieved(query, hits)
+    generator = parts.load_generator()
     subject = subject_terms(query, parts.lexical)
     named = {i for ids in subject.values() for i in ids}
     if not hits or (hits[0].relevance < settings.min_relevance and hits[0].abstract.id not in named):
@@ -154,11 +164,11 @@ def condense(generator: Generator, history: list[tuple[str, Answer]], question: 
     return rewritten or question
 
 
-def final(stream: Iterator[str | Answer], on_delta: Callable[[str], None] | None = None) -> Answer:
-    """Drain an answer stream and return its `Answer` (``on_delta`` sees each delta)."""
+def final(stream: Iterator[Event], on_delta: Callable[[str], None] | None = None) -> Answer:
+    """Drain an answer stream and return its `Answer` (``on_delta`` sees each text delta)."""
     for item in stream:
         if isinstance(item, Answer):
             return item
-        if on_delta:
+        if on_delta and isinstance(item, str):
             on_delta(item)
     raise RuntimeError("the answer stream ended without an answer")
