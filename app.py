@@ -1,11 +1,16 @@
-"""The chat app: ``python app.py`` serves the assistant at http://127.0.0.1:7860.
+"""The app: ``python app.py`` serves the assistant at http://127.0.0.1:7860.
 
-A chat with streamed answers and follow-up questions; beside it the sources of the
-latest answer (cited abstracts with their supporting sentences highlighted, the
-retrieved but uncited ones collapsed); settings (number of sources, a source filter,
-the model in use, a new chat); example questions; and uploads of more papers. The
-``/chat`` endpoint takes just the message, so
-``gradio_client.Client(url).predict(message, api_name="/chat")`` works.
+Two tabs. **Chat**: streamed answers and follow-up questions; beside them the sources panel,
+which shows the retrieved abstracts as soon as search returns and, once the answer is
+verified, its cited abstracts with the supporting sentences highlighted. Every answer keeps
+its own sources (collapsed under it, where its [n] markers point) and offers "Copy as
+Markdown" and "Download .bib". **Search**: the index searched without the model, with the
+same filters (file, year range); "Ask about these" hands the query to the chat. Settings,
+example questions, and uploads of more papers.
+
+Endpoints for ``gradio_client``: ``predict(message, api_name="/chat")`` (its first streamed
+update already carries the retrieved sources) and ``predict(query, k, api_name="/search")``
+(the results as HTML and as a list of records).
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ from typing import Any
 
 import gradio as gr
 
-from assistant import Answer, Assistant, Chat, GenerationError, QuestionError, default_assistant, render
+from assistant import Answer, Assistant, Chat, GenerationError, Hit, QuestionError, Retrieved, default_assistant, render
 from assistant.corpus import LOADERS
 from assistant.index.embedders import EmbeddingError
 from assistant.index.store import StoreError
@@ -52,12 +57,46 @@ def answerable_examples(assistant: Assistant) -> list[str]:
 def _history(chat: Chat) -> list[Turn]:
     return [
         turn
-        for question, answer in chat.history
+        for number, (question, answer) in enumerate(chat.history, start=1)
         for turn in (
             {"role": "user", "content": html.escape(question)},
-            {"role": "assistant", "content": render.answer_html(answer)},
+            {"role": "assistant", "content": render.answer_html(answer, number)},
         )
     ]
+
+
+def _year(text: str | None) -> int | None:
+    """A year typed into a filter box (empty: no limit)."""
+    text = (text or "").strip()
+    if not text:
+        return None
+    if not text.isdigit() or not 1000 <= int(text) <= 2999:
+        raise ValueError(f"'{text}' is not a year: type one such as 2021, or leave the box empty")
+    return int(text)
+
+
+def _filters(source: str | None, year_min: str | None, year_max: str | None) -> dict[str, Any] | None:
+    """The search filters the UI's controls ask for (None: search everything)."""
+    filters: dict[str, Any] = {"year_min": _year(year_min), "year_max": _year(year_max)}
+    if source and source != ALL_SOURCES:
+        filters["source"] = source
+    return {k: v for k, v in filters.items() if v is not None} or None
+
+
+def _record(hit: Hit) -> dict[str, Any]:
+    """A search result as the /search endpoint returns it."""
+    a = hit.abstract
+    return {"rank": hit.rank, "score": round(hit.score, 4), "id": a.id, "title": a.title, "url": a.url,
+            "source": a.source, "year": a.year, "authors": list(a.authors), "passage": hit.passage}
+
+
+def _filter_controls(choices: list[str], prefix: str) -> tuple[gr.Dropdown, gr.Textbox, gr.Textbox]:
+    """The file and year-range filters, as the chat's settings and the search tab both show them
+    (years are text boxes: an empty number box would read as year 0)."""
+    source = gr.Dropdown(choices, value=ALL_SOURCES, label="Search only in", elem_id=f"{prefix}-source")
+    year_min = gr.Textbox(placeholder="any", label="From year", elem_id=f"{prefix}-year-min")
+    year_max = gr.Textbox(placeholder="any", label="To year", elem_id=f"{prefix}-year-max")
+    return source, year_min, year_max
 
 
 def build(assistant: Assistant) -> gr.Blocks:
@@ -67,56 +106,81 @@ def build(assistant: Assistant) -> gr.Blocks:
     with gr.Blocks(title="Abstract Assistant") as demo:
         status = gr.Markdown(status_text, elem_id="status")
         conversation = gr.State(None)
-        with gr.Row():
-            with gr.Column(scale=3):
-                chatbot = gr.Chatbot(
-                    height=520, sanitize_html=True, label="Chat", elem_id="chat", buttons=["copy", "copy_all"]
-                )
-                message = gr.Textbox(
-                    placeholder="Ask about the indexed abstracts…", label="Question", elem_id="question"
-                )
-                examples = answerable_examples(assistant)
-                if examples:
-                    gr.Examples(examples=[[q] for q in examples], inputs=[message], label="Example questions")
-                with gr.Accordion("Settings", open=False):
-                    k = gr.Slider(1, 10, value=s.context.top_k, step=1, label="Number of sources")
-                    source = gr.Dropdown(choices, value=ALL_SOURCES, label="Search only in")
-                    gr.Textbox(f"{s.llm_model} ({s.llm_backend})", label="Model", interactive=False)
-                    new_chat = gr.Button("New chat")
-                with gr.Accordion("Add papers", open=False):
-                    upload = gr.File(
-                        label="Upload abstracts (" + ", ".join(sorted(LOADERS)) + ")",
-                        file_types=sorted(LOADERS),
-                        file_count="multiple",
-                        elem_id="upload",
+        with gr.Tabs(elem_id="tabs") as tabs:
+            with gr.Tab("Chat", id="chat", elem_id="chat-tab"):
+                with gr.Row():
+                    with gr.Column(scale=3):
+                        chatbot = gr.Chatbot(
+                            height=520, sanitize_html=True, label="Chat", elem_id="chat", buttons=["copy", "copy_all"]
+                        )
+                        message = gr.Textbox(
+                            placeholder="Ask about the indexed abstracts…", label="Question", elem_id="question"
+                        )
+                        examples = answerable_examples(assistant)
+                        if examples:
+                            gr.Examples(examples=[[q] for q in examples], inputs=[message], label="Example questions")
+                        with gr.Accordion("Settings", open=False):
+                            k = gr.Slider(1, 10, value=s.context.top_k, step=1, label="Number of sources")
+                            with gr.Row():
+                                source, year_min, year_max = _filter_controls(choices, "chat")
+                            gr.Textbox(f"{s.llm_model} ({s.llm_backend})", label="Model", interactive=False)
+                            new_chat = gr.Button("New chat")
+                        with gr.Accordion("Add papers", open=False):
+                            upload = gr.File(
+                                label="Upload abstracts (" + ", ".join(sorted(LOADERS)) + ")",
+                                file_types=sorted(LOADERS),
+                                file_count="multiple",
+                                elem_id="upload",
+                            )
+                            upload_report = gr.HTML(elem_id="upload-report")
+                    with gr.Column(scale=2):
+                        sources = gr.HTML(
+                            render.sources_html(None), label="Sources", show_label=True, container=True,
+                            padding=True, elem_id="sources",
+                        )
+            with gr.Tab("Search", id="search", elem_id="search-tab"):
+                with gr.Row():
+                    query = gr.Textbox(
+                        placeholder="Search the indexed abstracts (no model involved)…", label="Search",
+                        elem_id="search-query", scale=4,
                     )
-                    upload_report = gr.HTML(elem_id="upload-report")
-            with gr.Column(scale=2):
-                sources = gr.HTML(
-                    render.sources_html(None), label="Sources", show_label=True, container=True, padding=True,
-                    elem_id="sources",
-                )
+                    search_k = gr.Slider(1, 50, value=10, step=1, label="Results", scale=1)
+                with gr.Row():
+                    search_source, search_year_min, search_year_max = _filter_controls(choices, "search")
+                with gr.Row():
+                    search_button = gr.Button("Search", variant="primary", elem_id="search-button")
+                    ask_about = gr.Button("Ask about these", elem_id="ask-about")
+                results = gr.HTML(elem_id="search-results")
+                records = gr.JSON(visible=False)
 
         def respond(
-            text: str, chat: Chat | None, k: float = s.context.top_k, source: str = ALL_SOURCES
+            text: str,
+            chat: Chat | None,
+            k: float = s.context.top_k,
+            source: str = ALL_SOURCES,
+            year_min: str | None = None,
+            year_max: str | None = None,
         ) -> Iterator[tuple[str, list[Turn], Any, Chat]]:
             chat = chat or assistant.chat()
+            turn = len(chat.history) + 1
             shown = _history(chat) + [
                 {"role": "user", "content": html.escape(text)},
                 {"role": "assistant", "content": ""},
             ]
-            filters = {"source": source} if source and source != ALL_SOURCES else None
             streamed = ""
             try:
-                for item in chat.ask_stream(text, k=int(k), filters=filters):
-                    if isinstance(item, Answer):
-                        shown[-1]["content"] = render.answer_html(item)
+                for item in chat.ask_events(text, k=int(k), filters=_filters(source, year_min, year_max)):
+                    if isinstance(item, Retrieved):
+                        shown[-1]["content"] = f"<em>Reading {len(item.hits)} abstracts…</em>"
+                        yield "", shown, render.retrieved_html(item.hits), chat
+                    elif isinstance(item, Answer):
+                        shown[-1]["content"] = render.answer_html(item, turn)
                         yield "", shown, render.sources_html(item), chat
                     else:
                         streamed += item
                         shown[-1]["content"] = render.streaming_html(streamed)
                         yield "", shown, gr.skip(), chat
-            except (QuestionError, GenerationError, StoreError, EmbeddingError) as error:  # they say what to do
+            except (QuestionError, GenerationError, StoreError, EmbeddingError, ValueError) as error:  # say what to do
                 shown[-1]["content"] = f"⚠ {html.escape(str(error))}"
                 yield "", shown, gr.skip(), chat
             except Exception as error:  # the UI's boundary: a message, never a traceback
@@ -124,41 +188,82 @@ def build(assistant: Assistant) -> gr.Blocks:
                 shown[-1]["content"] = f"⚠ Something went wrong while answering: {html.escape(str(error))}"
                 yield "", shown, gr.skip(), chat
 
+        def find(
+            text: str,
+            k: float = 10,
+            source: str = ALL_SOURCES,
+            year_min: str | None = None,
+            year_max: str | None = None,
+        ) -> tuple[str, list[dict[str, Any]]]:
+            if not text or not text.strip():
+                return "<p><em>Type a query to search the indexed abstracts.</em></p>", []
+            try:
+                hits = assistant.search(text, k=int(k), filters=_filters(source, year_min, year_max))
+            except (QuestionError, StoreError, EmbeddingError, ValueError) as error:  # they say what to do
+                return f"<p>⚠ {html.escape(str(error))}</p>", []
+            return render.search_html(hits), [_record(hit) for hit in hits]
+
         def add_papers(
-            files: list[str] | None, current: str, progress: gr.Progress = gr.Progress()
-        ) -> tuple[str, Any, Any]:
+            files: list[str] | None, current: str, current_search: str, progress: gr.Progress = gr.Progress()
+        ) -> tuple[Any, ...]:
             if not files:
-                return "", gr.skip(), gr.skip()
+                return "", gr.skip(), gr.skip(), gr.skip()
             progress(0, desc="Reading files")
             try:
                 report = assistant.ingest(
                     files, on_batch=lambda done, total: progress((done, total), desc="Indexing", unit="abstracts")
                 )
             except (StoreError, EmbeddingError) as error:  # they say what to do
-                return f"<p>⚠ {html.escape(str(error))}</p>", gr.skip(), gr.skip()
+                return f"<p>⚠ {html.escape(str(error))}</p>", gr.skip(), gr.skip(), gr.skip()
             except Exception as error:  # the UI's boundary: a message, never a traceback
                 log.exception("ingest failed")
-                return f"<p>⚠ The upload could not be indexed: {html.escape(str(error))}</p>", gr.skip(), gr.skip()
+                message = f"<p>⚠ The upload could not be indexed: {html.escape(str(error))}</p>"
+                return message, gr.skip(), gr.skip(), gr.skip()
             status_now, choices_now = index_view(assistant)
             return (
                 render.ingest_html(report, files),
                 status_now,
                 gr.Dropdown(choices=choices_now, value=current if current in choices_now else ALL_SOURCES),
+                gr.Dropdown(choices=choices_now, value=current_search if current_search in choices_now else ALL_SOURCES),
             )
 
+        chat_inputs = [message, conversation, k, source, year_min, year_max]
+        chat_outputs = [message, chatbot, sources, conversation]
         message.submit(
-            respond,
-            [message, conversation, k, source],
-            [message, chatbot, sources, conversation],
-            api_name="chat",
-            concurrency_limit=s.answers_at_once,
+            respond, chat_inputs, chat_outputs, api_name="chat", concurrency_limit=s.answers_at_once,
+            concurrency_id="model",
+        )
+        search_inputs = [query, search_k, search_source, search_year_min, search_year_max]
+        searching = {"fn": find, "inputs": search_inputs, "outputs": [results, records], "concurrency_limit": 4,
+                     "concurrency_id": "search"}  # one group: searches never wait behind the model
+        query.submit(api_name="search", **searching)
+        search_button.click(api_name=False, **searching)
+        for control in (search_k, search_source, search_year_min, search_year_max):  # a new filter searches again
+            control.change(api_name=False, **searching)
+
+        def hand_over(text: str, *filters: Any) -> tuple[Any, ...]:
+            """Put the search tab's query and filters into the chat, and show the chat."""
+            if not text or not text.strip():
+                return (gr.skip(),) * 5
+            return (text, *filters, gr.Tabs(selected="chat"))
+
+        def ask_handed_over(text: str, *rest: Any) -> Iterator[tuple[str, list[Turn], Any, Chat]]:
+            if text and text.strip():
+                yield from respond(text, *rest)
+
+        ask_about.click(
+            hand_over, [query, search_source, search_year_min, search_year_max],
+            [message, source, year_min, year_max, tabs], api_name=False,
+        ).then(
+            ask_handed_over, chat_inputs, chat_outputs, api_name=False, concurrency_limit=s.answers_at_once,
             concurrency_id="model",
         )
         new_chat.click(
             lambda: (None, [], render.sources_html(None)), None, [conversation, chatbot, sources], api_name=False
         )
         upload.upload(
-            add_papers, [upload, source], [upload_report, status, source], api_name="add_papers", concurrency_limit=1
+            add_papers, [upload, source, search_source], [upload_report, status, source, search_source],
+            api_name="add_papers", concurrency_limit=1,
         )
     return demo
 
@@ -175,6 +280,7 @@ def launch(assistant: Assistant) -> None:
         auth=auth,
         theme=theme,
         css=render.CSS,
+        head=render.SCRIPT,
         max_file_size=s.app_max_upload_mb * gr.FileSize.MB,
     )
 

@@ -1,9 +1,13 @@
-"""HTML for the chat app: answers with linked citation markers, the sources panel, and
-ingest reports.
+"""HTML for the app: answers with linked citation markers and their own sources, the sources
+panel (retrieved abstracts first, then the verified answer's), search results and ingest
+reports.
 
 Everything that comes from an abstract, an uploaded file or the model is HTML-escaped
 here, before any markup of ours is added, so a `<script>` in an abstract is shown as
-text and never runs. Links are kept only for http(s) URLs.
+text and never runs. Links are kept only for http(s) URLs. ``SCRIPT`` is the app's one
+piece of JavaScript, ours: a citation marker opens and shows its source, and an answer's
+"Copy as Markdown" and "Download .bib" buttons hand over the text of its hidden ``pre.export``
+elements (the chat's sanitizer drops data attributes, and keeps text).
 """
 
 from __future__ import annotations
@@ -12,17 +16,71 @@ import html
 import re
 from pathlib import Path
 
-from assistant.types import Abstract, Answer, IngestReport
+from assistant.types import Abstract, Answer, Citation, Hit, IngestReport
 
 _MARKER = re.compile(r"\[(\d+)\]")
 MAX_REJECTED_SHOWN = 20
 
 CSS = """
-.source { border-left: 3px solid var(--color-accent); padding-left: .6em; margin-bottom: 1em; }
-.source .meta { color: var(--body-text-color-subdued); font-size: .9em; }
-mark.evidence { background: #fff3a3; color: inherit; }
+.source, .hit { border-left: 3px solid var(--color-accent); padding-left: .6em; margin-bottom: 1em; }
+.hit { list-style: none; }
+.source .meta, .hit .meta { color: var(--body-text-color-subdued); font-size: .9em; }
+mark.evidence, mark.passage { background: #fff3a3; color: inherit; }
 .unsupported { text-decoration: underline wavy #c0392b; }
-a.cite { text-decoration: none; font-weight: 600; }
+a.cite, span.cite { text-decoration: none; font-weight: 600; }
+.flash { outline: 2px solid var(--color-accent); }
+.turn-footer { margin-top: .6em; font-size: .9em; }
+.turn-footer pre.export { display: none; }
+.turn-footer button { border: 1px solid var(--border-color-primary); border-radius: 4px; padding: 0 .5em;
+  margin-right: .4em; cursor: pointer; }
+"""
+
+SCRIPT = """
+<script>
+document.addEventListener("click", (event) => {
+  const cite = event.target.closest("a.cite");
+  if (cite) {
+    const target = document.getElementById(cite.getAttribute("href").slice(1));
+    if (!target) return;
+    event.preventDefault();
+    event.stopPropagation();
+    const box = target.closest("details");
+    if (box) box.open = true;
+    target.scrollIntoView({ block: "nearest" });
+    target.classList.add("flash");
+    setTimeout(() => target.classList.remove("flash"), 2000);
+    return;
+  }
+  const button = event.target.closest(".turn-footer button");
+  if (!button) return;
+  const footer = button.closest(".turn-footer");
+  if (button.classList.contains("copy-markdown")) {
+    const markdown = footer.querySelector("pre.export-markdown").textContent;
+    const done = () => { button.textContent = "Copied"; setTimeout(() => button.textContent = "Copy as Markdown", 1500); };
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(markdown).then(done);
+    } else {
+      const area = document.createElement("textarea");
+      area.value = markdown;
+      document.body.appendChild(area);
+      area.select();
+      document.execCommand("copy");
+      area.remove();
+      done();
+    }
+  } else if (button.classList.contains("download-bibtex")) {
+    const bibtex = footer.querySelector("pre.export-bibtex").textContent;
+    const url = URL.createObjectURL(new Blob([bibtex], { type: "application/x-bibtex" }));
+    const anchor = document.createElement("a");
+    anchor.href = url;
+    anchor.download = footer.id.replace(/^t(\\d+)-footer$/, "answer-$1.bib");
+    document.body.appendChild(anchor);
+    anchor.click();
+    anchor.remove();
+    setTimeout(() => URL.revokeObjectURL(url), 10000);
+  }
+}, true);
+</script>
 """
 
 
@@ -33,26 +91,54 @@ def link(url: str | None, text: str) -> str:
     return f'<a href="{html.escape(url, quote=True)}" target="_blank" rel="noopener">{html.escape(text)}</a>'
 
 
-def _cite_links(escaped: str) -> str:
-    """Turn each [n] of already-escaped text into a link to source n in the panel."""
-    return _MARKER.sub(r'<a class="cite" href="#source-\1" title="Source \1">[\1]</a>', escaped)
+def _one_line(value: str) -> str:
+    """``value`` escaped as HTML text on one line (the chat's Markdown renderer would end an
+    HTML block at a blank line); the browser reads the newlines back."""
+    return html.escape(value).replace("\n", "&#10;")
+
+
+def source_id(turn: int, number: int) -> str:
+    """The element id of source ``number`` of the chat's answer number ``turn``."""
+    return f"t{turn}-source-{number}"
 
 
 def streaming_html(text: str) -> str:
-    """The answer while it streams: escaped, with the model's [n] markers linked."""
-    return _cite_links(html.escape(text))
+    """The answer while it streams: escaped, the model's [n] markers shown but not yet
+    linked (they are renumbered when the answer is verified)."""
+    return _MARKER.sub(r'<span class="cite">[\1]</span>', html.escape(text))
 
 
-def answer_html(answer: Answer) -> str:
-    """The verified answer as shown in the chat: escaped, [n] markers linked to the
-    sources panel, and each sentence no source supports marked with ⚠."""
+def _source_html(element_id: str, citation: Citation) -> str:
+    """One cited abstract: number, linked title, file and year, the supporting sentences,
+    and the whole abstract with them highlighted."""
+    abstract = citation.abstract
+    evidence = "".join(f'<li><mark class="evidence">{html.escape(e)}</mark></li>' for e in citation.evidence)
+    return (
+        f'<div class="source" id="{element_id}">'
+        f"<p><strong>[{citation.number}]</strong> {link(abstract.url, abstract.title)}</p>"
+        f'<p class="meta">{_meta(abstract)}</p>'
+        f"<ul>{evidence}</ul>"
+        f"<details><summary>Full abstract</summary><p>{_highlight(abstract.text, citation.evidence)}</p></details>"
+        "</div>"
+    )
+
+
+def answer_html(answer: Answer, turn: int) -> str:
+    """The verified answer as turn ``turn`` of the chat: escaped, each sentence no source
+    supports marked with ⚠, and each [n] linked to this answer's own source n, listed
+    (collapsed) under it with buttons to copy the answer as Markdown and download its
+    references as BibTeX. Earlier answers thus keep their sources when new ones come."""
     text = html.escape(answer.text)
     for sentence in answer.unsupported:
         escaped = html.escape(sentence)
         text = text.replace(
             escaped, f'<span class="unsupported" title="No source supports this sentence">⚠ {escaped}</span>', 1
         )
-    text = _cite_links(text)
+    text = _MARKER.sub(
+        lambda m: f'<a class="cite" href="#{source_id(turn, int(m.group(1)))}" title="Source {m.group(1)}">'
+        f"[{m.group(1)}]</a>",
+        text,
+    )
     if answer.unsupported:
         text += "\n\n<small>⚠ marks sentences that no retrieved abstract supports.</small>"
     if answer.set_aside:
@@ -60,15 +146,25 @@ def answer_html(answer: Answer) -> str:
         left_out = "".join(f"<li>{html.escape(claim)}</li>" for claim in answer.set_aside)
         text += (f"\n\n<details><summary><small>{count} statement{'s' if count > 1 else ''} left out: only a "
                  f"source ranked well below the best supports it.</small></summary><ul>{left_out}</ul></details>")
+    if answer.citations:
+        listed = "".join(_source_html(source_id(turn, c.number), c) for c in answer.citations)
+        text += (
+            f'\n\n<div class="turn-footer" id="t{turn}-footer">'
+            f'<details class="turn-sources"><summary>Sources ({len(answer.citations)})</summary>{listed}</details>'
+            '<button class="copy-markdown">Copy as Markdown</button><button class="download-bibtex">Download .bib</button>'
+            f'<pre class="export export-markdown">{_one_line(answer.to_markdown())}</pre>'
+            f'<pre class="export export-bibtex">{_one_line(answer.to_bibtex())}</pre>'
+            "</div>"
+        )
     return text
 
 
-def _highlight(text: str, evidence: tuple[str, ...]) -> str:
+def _highlight(text: str, evidence: tuple[str, ...], mark: str = "evidence") -> str:
     """The abstract's text, escaped, with its evidence sentences highlighted."""
     escaped = html.escape(text)
     for sentence in evidence:
         marked = html.escape(sentence)
-        escaped = escaped.replace(marked, f'<mark class="evidence">{marked}</mark>', 1)
+        escaped = escaped.replace(marked, f'<mark class="{mark}">{marked}</mark>', 1)
     return escaped
 
 
@@ -81,9 +177,41 @@ def _meta(abstract: Abstract) -> str:
     return html.escape(" · ".join(parts))
 
 
+def _hit_html(hit: Hit, element_id: str) -> str:
+    """One search result: rank, linked title, file and year, its best passage highlighted,
+    and the whole abstract (collapsed) with that passage marked."""
+    abstract = hit.abstract
+    return (
+        f'<li class="hit" id="{element_id}"><p><strong>{hit.rank}.</strong> {link(abstract.url, abstract.title)}</p>'
+        f'<p class="meta">{_meta(abstract)}</p>'
+        f'<p><mark class="passage">{html.escape(hit.passage)}</mark></p>'
+        f"<details><summary>Full abstract</summary><p>{_highlight(abstract.text, (hit.passage,), 'passage')}</p>"
+        "</details></li>"
+    )
+
+
+def retrieved_html(hits: list[Hit]) -> str:
+    """The sources panel as soon as search returns, while the model reads: the retrieved
+    abstracts in rank order."""
+    if not hits:
+        return '<p class="retrieved-note"><em>No indexed abstract matches this question.</em></p>'
+    items = "".join(_hit_html(hit, f"retrieved-{hit.rank}") for hit in hits)
+    return (
+        f'<p class="retrieved-note"><em>Found {len(hits)} abstract{"s" if len(hits) > 1 else ""}; '
+        f'the answer is being written from them…</em></p><ol class="retrieved">{items}</ol>'
+    )
+
+
+def search_html(hits: list[Hit]) -> str:
+    """The search tab's results, best first."""
+    if not hits:
+        return '<p class="no-results"><em>No indexed abstract matches.</em></p>'
+    return '<ol class="results">' + "".join(_hit_html(hit, f"result-{hit.rank}") for hit in hits) + "</ol>"
+
+
 def sources_html(answer: Answer | None) -> str:
-    """The sources panel: each cited abstract (number, title, link, supporting sentences
-    highlighted), then the retrieved but uncited ones, collapsed."""
+    """The sources panel for a verified answer: each cited abstract (number, title, link,
+    supporting sentences highlighted), then the retrieved but uncited ones, collapsed."""
     if answer is None:
         return "<p><em>The sources of the latest answer appear here.</em></p>"
     parts = []
@@ -92,17 +220,7 @@ def sources_html(answer: Answer | None) -> str:
             '<p class="abstained"><strong>No answer:</strong> the indexed abstracts do not answer this '
             "question. The closest abstracts found are listed below.</p>"
         )
-    for citation in answer.citations:
-        abstract = citation.abstract
-        evidence = "".join(f'<li><mark class="evidence">{html.escape(e)}</mark></li>' for e in citation.evidence)
-        parts.append(
-            f'<div class="source" id="source-{citation.number}">'
-            f"<p><strong>[{citation.number}]</strong> {link(abstract.url, abstract.title)}</p>"
-            f'<p class="meta">{_meta(abstract)}</p>'
-            f"<ul>{evidence}</ul>"
-            f"<details><summary>Full abstract</summary><p>{_highlight(abstract.text, citation.evidence)}</p></details>"
-            "</div>"
-        )
+    parts += [_source_html(f"source-{c.number}", c) for c in answer.citations]
     cited = {c.abstract.id for c in answer.citations}
     others = [h for h in answer.sources if h.abstract.id not in cited]
     if others:

@@ -19,13 +19,11 @@ import pytest
 
 import assistant  # noqa: F401 - sets HF_HUB_OFFLINE before gradio_client is imported
 
-from conftest import free_port, wait_until_up
+from browser import CHROMIUM, CHROMIUM_FLAGS, Watched, start_app, stop
+from conftest import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                  "--disable-component-update"]
 QUESTION = "What technique did the Pangu Ultra team introduce to eliminate loss spikes?"
 PANGU_FILE, OTHER_FILE = "000_f4a0e3667c329c35.txt", "003_459aabd20c272f9c.txt"
 XSS_TITLE = '<img src=x onerror="window.__xss=1;alert(1)"> Krypton-selective hexagonal zeolite membranes'
@@ -38,23 +36,6 @@ XSS_RECORD = {
     "url": "javascript:window.__xss=3",
 }
 XSS_QUESTION = "What selectivity do hexagonal zeolite membranes reach for krypton over xenon?"
-
-
-def start_app(data_dir: Path, log: Path, **settings: str) -> tuple[subprocess.Popen, str]:
-    """``python app.py`` on a free port with this data dir and these ASSISTANT_* settings."""
-    port = free_port()
-    env = {**os.environ, "ASSISTANT_DATA_DIR": str(data_dir), "ASSISTANT_APP_PORT": str(port),
-           **{f"ASSISTANT_{k.upper()}": v for k, v in settings.items()}}
-    process = subprocess.Popen([sys.executable, str(ROOT / "app.py")], env=env, cwd=ROOT,
-                               stdout=log.open("w"), stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    wait_until_up(url, process, 300)
-    return process, url
-
-
-def stop(process: subprocess.Popen) -> None:
-    process.terminate()
-    process.wait(timeout=30)
 
 
 def reply_text(chat: list[dict[str, Any]]) -> str:
@@ -80,8 +61,36 @@ def test_chat_endpoint_answers_with_citations(app_url: str) -> None:
     message, chat, panel = Client(app_url, verbose=False).predict(QUESTION, api_name="/chat")
     assert message == ""
     reply = reply_text(chat)
-    assert 'href="#source-1"' in reply and "sandwich" in reply.lower()
+    assert 'href="#t1-source-1"' in reply and 'id="t1-source-1"' in reply and "sandwich" in reply.lower()
     assert 'id="source-1"' in panel and "Pangu Ultra" in panel
+
+
+@pytest.mark.slow
+def test_chat_endpoints_first_update_already_carries_the_sources(app_url: str) -> None:
+    from gradio_client import Client
+
+    job = Client(app_url, verbose=False).submit(QUESTION, api_name="/chat")
+    updates = list(job)
+    _, first_chat, first_panel = updates[0]
+    assert "retrieved-note" in first_panel and "Pangu Ultra" in first_panel
+    assert "sandwich" not in reply_text(first_chat).lower(), "the first update came after the answer"
+    assert 'id="source-1"' in job.outputs()[-1][2]
+
+
+@pytest.mark.slow
+def test_search_endpoint_returns_ranked_abstracts_without_the_model(app_url: str) -> None:
+    from gradio_client import Client
+
+    client = Client(app_url, verbose=False)
+    results, records = client.predict("depth-scaled sandwich normalization loss spikes", 3, api_name="/search")
+    assert [r["rank"] for r in records] == [1, 2, 3] and "Pangu Ultra" in records[0]["passage"] + records[0]["title"]
+    assert 'id="result-1"' in results and '<mark class="passage">' in results
+    _, filtered = client.predict("sandwich normalization", 5, OTHER_FILE, api_name="/search")
+    assert filtered and {r["source"] for r in filtered} == {OTHER_FILE}
+    message, none = client.predict("sandwich normalization", 5, "All sources", "20x", api_name="/search")
+    assert "is not a year: type one such as 2021" in message and none == []
+    _, dated = client.predict("sandwich normalization", 5, "All sources", "2020", "2024", api_name="/search")
+    assert dated == []  # the bundled Daily Papers abstracts carry no year
 
 
 @pytest.mark.slow
@@ -156,41 +165,15 @@ def browser() -> Iterator[Any]:
         chromium.close()
 
 
-class Watched:
-    """A page of the app, with the requests it made outside localhost and the dialogs it opened."""
-
-    def __init__(self, browser: Any, url: str) -> None:
-        self.page = browser.new_page(viewport={"width": 1400, "height": 1000})
-        self.outside: list[str] = []
-        self.dialogs: list[str] = []
-        self.page.on("request", self._request)
-        self.page.on("dialog", lambda dialog: (self.dialogs.append(dialog.message), dialog.dismiss()))
-        self.page.goto(url)
-
-    def _request(self, request: Any) -> None:
-        if not request.url.startswith(("http://127.0.0.1", "data:", "blob:")):
-            self.outside.append(request.url)
-
-    def ask(self, question: str, timeout_s: float = 180) -> list[str]:
-        """Type a question, press Enter and wait until the sources panel shows the final
-        answer's sources; return the successive texts of the answer seen on the way."""
-        page = self.page
-        bot, panel = page.locator('#chat [data-testid="bot"]'), page.locator("#sources")
-        answers_before, panel_before = bot.count(), panel.inner_text()
-        page.locator("#question textarea").fill(question)
-        page.locator("#question textarea").press("Enter")
-        seen: list[str] = []
-        deadline = time.monotonic() + timeout_s
-        while True:
-            if bot.count() > answers_before:
-                text = bot.last.inner_text()
-                if text and (not seen or seen[-1] != text):
-                    seen.append(text)
-            if seen and panel.inner_text() != panel_before:
-                seen.append(bot.last.inner_text())
-                return seen
-            assert time.monotonic() < deadline, f"no answer within {timeout_s} s; seen: {seen}"
-            time.sleep(0.1)
+def record_timing(name: str, milliseconds: float) -> None:
+    """Keep a figure measured in the browser in test-artifacts/ui-timings.json (a figure to
+    read, never a pass/fail threshold; benchmarks/serving.py measures it properly)."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / "ui-timings.json"
+    figures = json.loads(path.read_text()) if path.exists() else {}
+    figures[name] = round(milliseconds, 1)
+    path.write_text(json.dumps(figures, indent=2) + "\n")
+    print(f"{name}: {milliseconds:.0f} ms")
 
 
 @pytest.mark.slow
@@ -206,11 +189,107 @@ def test_browser_chat_streams_an_answer_with_linked_citations(browser: Any, app_
     assert markers.count() >= 1
     for i in range(markers.count()):
         target = markers.nth(i).get_attribute("href")
-        assert page.locator(f"#sources {target}").count() == 1, target
+        assert answer.locator(target).count() == 1, target
     first = page.locator("#sources #source-1")
     assert "Pangu Ultra" in first.inner_text() and first.locator("mark.evidence").count() >= 1
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "chat.png"), full_page=True)
+    assert watched.outside == [] and watched.dialogs == []
+
+
+@pytest.mark.slow
+def test_browser_sources_are_on_screen_before_the_answers_first_word(browser: Any, app_url: str) -> None:
+    watched = Watched(browser, app_url)
+    watched.ask(QUESTION)
+    marks = watched.marks
+    assert "sources" in marks and "first_text" in marks, marks
+    assert marks["sources"] < marks["first_text"], marks
+    record_timing("sources_on_screen_after_enter_ms", marks["sources"])
+    record_timing("first_answer_text_after_enter_ms", marks["first_text"])
+    assert watched.outside == []
+
+
+@pytest.mark.slow
+def test_browser_search_tab_ranks_filters_and_hands_the_query_to_the_chat(browser: Any, app_url: str) -> None:
+    watched = Watched(browser, app_url)
+    page = watched.page
+    page.get_by_role("tab", name="Search").click()
+    box = page.locator("#search-query textarea")
+    box.fill("sandwich normalization to eliminate loss spikes")
+    started = time.monotonic()
+    box.press("Enter")
+    first = page.locator("#search-results #result-1")
+    first.wait_for(timeout=30_000)
+    record_timing("search_tab_results_after_enter_ms", 1000 * (time.monotonic() - started))
+    assert "Pangu Ultra" in first.inner_text() and "loss spikes" in first.locator("mark.passage").first.inner_text()
+    assert page.locator("#search-results .hit").count() == 10
+
+    page.locator("#search-source input").click()
+    page.get_by_role("option", name=OTHER_FILE).click()
+    page.wait_for_function(
+        "() => { const r = document.querySelector('#search-results'); return r && r.querySelectorAll('.hit').length"
+        " && !r.innerText.includes('Pangu Ultra'); }", timeout=30_000)
+    metas = page.locator("#search-results .hit .meta").all_inner_texts()
+    assert metas and all(OTHER_FILE in m for m in metas)
+
+    box.fill(QUESTION)
+    page.locator("#search-source input").click()
+    page.get_by_role("option", name="All sources").click()
+    page.locator("#ask-about").click()
+    page.locator("#chat [data-testid='user']").last.wait_for(timeout=30_000)
+    assert page.locator("#chat [data-testid='user']").last.inner_text().strip() == QUESTION
+    page.locator("#chat .turn-footer").first.wait_for(timeout=180_000)
+    assert "sandwich" in page.locator('#chat [data-testid="bot"]').last.inner_text().lower()
+    assert watched.outside == []
+
+
+@pytest.mark.slow
+def test_browser_an_earlier_answers_citation_shows_its_own_source(browser: Any, app_url: str) -> None:
+    watched = Watched(browser, app_url)
+    page = watched.page
+    watched.ask(QUESTION)
+    watched.ask("What ImageNet top-1 accuracy do normalizer-free networks reach?")
+    first, second = page.locator('#chat [data-testid="bot"]').nth(0), page.locator('#chat [data-testid="bot"]').nth(1)
+    assert second.locator("a.cite").count() >= 1
+    latest_source = page.locator("#t2-source-1")
+    assert "Pangu Ultra" not in latest_source.inner_text()
+    assert "Pangu Ultra" not in page.locator("#sources #source-1").inner_text()
+
+    first.locator("a.cite").first.click()
+    shown = page.locator("#t1-source-1")
+    shown.wait_for(state="visible", timeout=10_000)
+    assert "Pangu Ultra" in shown.inner_text() and shown.locator("mark.evidence").count() >= 1
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "earlier-turn.png"), full_page=True)
+    assert watched.outside == [] and watched.dialogs == []
+
+
+@pytest.mark.slow
+def test_browser_an_answers_references_download_as_bibtex_and_copy_as_markdown(
+    browser: Any, app_url: str, tmp_path: Path
+) -> None:
+    import bibtexparser
+
+    from assistant.corpus import bibtex as bib_loader
+
+    watched = Watched(browser, app_url, permissions=["clipboard-read", "clipboard-write"])
+    page = watched.page
+    watched.ask(QUESTION)
+    answer = page.locator('#chat [data-testid="bot"]').last
+    with page.expect_download() as download:
+        answer.get_by_role("button", name="Download .bib").click()
+    assert download.value.suggested_filename == "answer-1.bib"
+    path = tmp_path / "answer-1.bib"
+    download.value.save_as(path)
+    library = bibtexparser.parse_string(path.read_text())
+    assert library.entries and not library.failed_blocks
+    loaded = list(bib_loader.load(path))
+    assert any("Pangu Ultra" in a.text for a in loaded)
+    assert len(loaded) == answer.locator("a.cite").evaluate_all("els => new Set(els.map(e => e.textContent)).size")
+
+    answer.get_by_role("button", name="Copy as Markdown").click()
+    copied = page.evaluate("navigator.clipboard.readText()")
+    assert "**References**" in copied and "[1]" in copied and "sandwich" in copied.lower()
     assert watched.outside == [] and watched.dialogs == []
 
 

@@ -1,9 +1,19 @@
-"""The app's HTML: escaping, citation links, unsupported sentences, upload reports."""
+"""The app's HTML: escaping, citation links to each answer's own sources, export buttons, the
+retrieved and search views, unsupported sentences, upload reports."""
 
 from __future__ import annotations
 
 from assistant import Abstract, Answer, Citation, Hit, IngestReport, Rejected
-from assistant.render import answer_html, ingest_html, sources_html, streaming_html
+import html
+
+from assistant.render import (
+    answer_html,
+    ingest_html,
+    retrieved_html,
+    search_html,
+    sources_html,
+    streaming_html,
+)
 
 EVIL = Abstract(
     id="x", text="<script>alert(1)</script> A claim. <img src=x onerror=alert(2)>", title="<b>T</b>",
@@ -17,30 +27,62 @@ def test_abstract_text_and_model_output_are_escaped() -> None:
     answer = Answer(text="<img src=x onerror=alert(4)> claim [1]",
                     citations=[Citation(1, EVIL, evidence=("<script>alert(1)</script>",))],
                     sources=[Hit(EVIL, 1.0, 1)], unsupported=["<i>x</i> made up"])
-    rendered = sources_html(answer) + answer_html(answer) + streaming_html(answer.text)
+    rendered = sources_html(answer) + answer_html(answer, 1) + streaming_html(answer.text)
+    rendered += retrieved_html(answer.sources) + search_html(answer.sources)
     assert "<script>" not in rendered and "<img" not in rendered and "<i>" not in rendered
     assert "<b>" not in rendered and "javascript:" not in rendered
     assert "&lt;script&gt;" in rendered
 
 
-def test_citation_markers_link_to_their_source_in_the_panel() -> None:
+def test_citation_markers_link_to_their_own_answers_sources() -> None:
     answer = Answer(text="Claim one [1]. Claim two [2].",
                     citations=[Citation(1, PLAIN, evidence=("Supporting sentence here.",)),
                                Citation(2, EVIL, evidence=())],
                     sources=[Hit(PLAIN, 1.0, 1), Hit(EVIL, 0.9, 2)])
-    chat, panel = answer_html(answer), sources_html(answer)
+    second, third, panel = answer_html(answer, 2), answer_html(answer, 3), sources_html(answer)
     for n in (1, 2):
-        assert f'href="#source-{n}"' in chat and f'id="source-{n}"' in panel
-    assert '<a href="https://arxiv.org/abs/1234.5678"' in panel
-    assert '<mark class="evidence">Supporting sentence here.</mark>' in panel
-    assert "p.txt · 2024" in panel
+        assert f'href="#t2-source-{n}"' in second and f'id="t2-source-{n}"' in second
+        assert f'href="#t3-source-{n}"' in third and "t2-source" not in third
+        assert f'id="source-{n}"' in panel
+    for rendered in (second, panel):
+        assert '<a href="https://arxiv.org/abs/1234.5678"' in rendered
+        assert '<mark class="evidence">Supporting sentence here.</mark>' in rendered
+        assert "p.txt · 2024" in rendered
     assert "Retrieved, not cited" not in panel
+
+
+def test_each_answer_carries_its_markdown_and_bibtex_on_one_line() -> None:
+    answer = Answer(text="Claim [1].", citations=[Citation(1, PLAIN)], sources=[Hit(PLAIN, 1.0, 1)])
+    rendered = answer_html(answer, 4)
+    footer = rendered[rendered.index('<div class="turn-footer" id="t4-footer">'):]
+    assert "\n" not in footer
+    markdown = footer.split('<pre class="export export-markdown">')[1].split("</pre>")[0]
+    bibtex = footer.split('<pre class="export export-bibtex">')[1].split("</pre>")[0]
+    assert html.unescape(markdown) == answer.to_markdown()
+    assert html.unescape(bibtex) == answer.to_bibtex()
+    assert "<button" in footer and "data-" not in footer  # the chat's sanitizer drops data attributes
+    abstained = Answer(text="The indexed abstracts do not answer this question.", abstained=True)
+    assert "turn-footer" not in answer_html(abstained, 5)
+
+
+def test_streamed_markers_are_not_linked_before_verification() -> None:
+    assert streaming_html("So [2].") == 'So <span class="cite">[2]</span>.'
+
+
+def test_retrieved_and_search_views_list_hits_in_rank_order_with_their_passage() -> None:
+    hits = [Hit(PLAIN, 1.0, 1, passage="Supporting sentence here."), Hit(EVIL, 0.5, 2, passage="A claim.")]
+    retrieved, results = retrieved_html(hits), search_html(hits)
+    assert "Found 2 abstracts" in retrieved and 'id="retrieved-1"' in retrieved and 'id="retrieved-2"' in retrieved
+    assert results.index('id="result-1"') < results.index('id="result-2"')
+    assert '<mark class="passage">Supporting sentence here.</mark>' in results
+    assert "p.txt · 2024" in results and "source" not in results.split('class="')[1]
+    assert "No indexed abstract matches" in search_html([]) and "No indexed abstract" in retrieved_html([])
 
 
 def test_unsupported_sentences_are_marked_in_place() -> None:
     answer = Answer(text="Supported [1]. Invented claim.", citations=[Citation(1, PLAIN)],
                     sources=[Hit(PLAIN, 1.0, 1)], unsupported=["Invented claim."])
-    assert '<span class="unsupported" title="No source supports this sentence">⚠ Invented claim.</span>' in answer_html(answer)
+    assert '<span class="unsupported" title="No source supports this sentence">⚠ Invented claim.</span>' in answer_html(answer, 1)
 
 
 def test_abstention_shows_as_such_with_the_closest_abstracts() -> None:
@@ -62,7 +104,7 @@ def test_ingest_report_lists_what_was_rejected() -> None:
 def test_statements_set_aside_are_counted_under_the_answer() -> None:
     answer = Answer(text="Supported [1].", citations=[Citation(1, PLAIN)], sources=[Hit(PLAIN, 1.0, 1)],
                     set_aside=["A related paper does <b>something</b> else", "Another one"])
-    rendered = answer_html(answer)
+    rendered = answer_html(answer, 1)
     assert "2 statements left out: only a source ranked well below the best supports it." in rendered
     assert "<li>A related paper does &lt;b&gt;something&lt;/b&gt; else</li><li>Another one</li>" in rendered
-    assert "left out" not in answer_html(Answer(text="Supported [1].", citations=[Citation(1, PLAIN)]))
+    assert "left out" not in answer_html(Answer(text="Supported [1].", citations=[Citation(1, PLAIN)]), 1)
