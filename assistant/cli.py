@@ -129,6 +129,10 @@ def _eval_answers(assistant: Assistant, args: argparse.Namespace) -> int:
               f"{fmt(row['must_contain'])[1:]} {row['abstention_accuracy']:8.3f} "
               f"{row['first_token']['p50_ms'] / 1000:7.1f}s {row['first_token']['p95_ms'] / 1000:7.1f}s "
               f"{row['total']['p50_ms'] / 1000:7.1f}s {row['total']['p95_ms'] / 1000:7.1f}s")
+    if result["failures"]:
+        print(f"\n{len(result['failures'])} questions missed:")
+    for failure in result["failures"]:
+        print(f"  {failure['id']} ({failure['type']}): {'; '.join(failure['problems'])}")
     return 0
 
 

@@ -297,7 +297,8 @@ def evaluate_answers(
     citation precision: cited abstracts that are gold (an unanswerable question has no
     gold, so any citation there counts against precision); citation recall: gold
     abstracts cited; must_contain: facts found in the answer (whole word, any case);
-    abstention accuracy: unanswerable → abstained, answerable → answered.
+    abstention accuracy: unanswerable → abstained, answerable → answered. ``failures``
+    lists every question that missed, with why (`answer_problems`).
     """
     items = load_qa(path)[:limit]
     assistant.ensure_corpus()
@@ -318,6 +319,8 @@ def evaluate_answers(
             "gold": len(gold[item["id"]]),
             "facts": len(facts),
             "facts_found": sum(_contains(answer.text, f) for f in facts),
+            "facts_missing": [f for f in facts if not _contains(answer.text, f)],
+            "reason": answer.abstain_reason,
             "first_token": answer.timings.get("first_token"),
             "total": answer.timings["total"],
             "answer": answer.text,
@@ -347,7 +350,25 @@ def evaluate_answers(
         "model": rows[0]["model"] if rows else assistant.settings.llm_model,
         "by_type": {name: summarise(group) for name, group in _by_type(rows).items()},
         "questions": rows,
+        "failures": [{"id": r["id"], "type": r["type"], "problems": problems}
+                     for r in rows if (problems := answer_problems(r))],
     }
+
+
+def answer_problems(row: dict[str, Any]) -> list[str]:
+    """What went wrong with one answered question of `evaluate_answers` (empty: nothing)."""
+    if not row["answerable"]:
+        return [] if row["abstained"] else [f"answered an unanswerable question: {row['answer'][:120]}"]
+    if row["abstained"]:
+        return [f"abstained ({row['reason']})"]
+    problems = []
+    if row["facts_missing"]:
+        problems.append(f"facts missing: {', '.join(row['facts_missing'])}")
+    if row["cited_gold"] < row["gold"]:
+        problems.append(f"cited {row['cited_gold']} of {row['gold']} gold abstracts")
+    if row["cited"] > row["cited_gold"]:
+        problems.append(f"cited {row['cited'] - row['cited_gold']} non-gold abstracts")
+    return problems
 
 
 SCRIPTED_KINDS = ("correct", "wrong_source", "altered", "partial", "refusal")

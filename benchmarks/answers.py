@@ -148,12 +148,16 @@ def main() -> None:
     for name, result in details.get("capable", {}).items():
         for failure in result["failures"]:
             print(f"  capable {name} {failure['id']}: {failure['problem']}")
-    failures = {name: [{k: q[k] for k in ("id", "type", "abstained", "answer")} for q in result["questions"]]
+    for name, result in details.get("local", {}).items():
+        for failure in result["failures"]:
+            print(f"  local {name} {failure['id']} ({failure['type']}): {'; '.join(failure['problems'])}")
+    failures = {name: [{k: q[k] for k in ("id", "type", "abstained", "reason", "answer")} for q in result["questions"]]
                 for name, result in details.get("local", {}).items()}
     save("answers", "Answers: the local model and a capable model (scripted), dev and held-out questions", rows,
          note=f"local model {assistant.settings.llm_model}; capable model: scripted replies through the real openai "
               "client. Dev questions were tuned on; held-out questions never were.",
-         capable_failures={n: r["failures"] for n, r in details.get("capable", {}).items()}, local_answers=failures)
+         capable_failures={n: r["failures"] for n, r in details.get("capable", {}).items()}, local_answers=failures,
+         local_failures={n: r["failures"] for n, r in details.get("local", {}).items()})
 
 
 if __name__ == "__main__":

@@ -123,3 +123,17 @@ def test_grounding_of_a_capable_models_answers_meets_its_targets(sample_index: A
     assert result["reattributed"] >= kept and result["declined"] == 1.0, result["failures"]
     missed = [f for f in result["failures"] if "not in the prompt" not in f["problem"] and "low_relevance" not in f["problem"]]
     assert missed == [], missed
+
+
+def test_each_missed_question_gets_its_reasons() -> None:
+    from assistant.evaluation import answer_problems
+
+    base = {"answerable": True, "abstained": False, "reason": None, "answer": "x", "facts_missing": [],
+            "gold": 2, "cited_gold": 2, "cited": 2}
+    assert answer_problems(base) == []
+    assert answer_problems({**base, "abstained": True, "reason": "model_declined"}) == ["abstained (model_declined)"]
+    assert answer_problems({**base, "facts_missing": ["1.8x", "T5-XXL"], "cited_gold": 1, "cited": 3}) == [
+        "facts missing: 1.8x, T5-XXL", "cited 1 of 2 gold abstracts", "cited 2 non-gold abstracts"]
+    assert answer_problems({**base, "answerable": False, "abstained": True}) == []
+    assert answer_problems({**base, "answerable": False, "answer": "86.5% [1]"}) == [
+        "answered an unanswerable question: 86.5% [1]"]
