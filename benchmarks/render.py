@@ -30,6 +30,8 @@ README_FIGURES = [
     ("search_latency_sample", "Search latency p50 / p95, bundled corpus"),
     ("side_by_side_ingest", "Ingest of the bundled corpus, abstracts/s: plain LlamaIndex / this project"),
     ("app_startup", "App start-up on a built index"),
+    ("ui_sources", "In the browser: Enter to the retrieved sources on screen, p50 / p95"),
+    ("ui_search", "In the browser: search tab results, p50 / p95"),
 ]
 MARKERS = ("<!-- results:begin -->", "<!-- results:end -->")
 
