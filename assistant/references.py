@@ -25,7 +25,7 @@ _SPECIAL = re.compile(r"[&%$#_{}\\~^]")
 _TOKEN = re.compile(r"\\(textbackslash|textasciitilde|textasciicircum)(?:\{\})?|\\([&%$#_{}])|[{}]")
 _KEY_UNSAFE = re.compile(r"[^A-Za-z0-9_:.\-/+]")
 _ARXIV_URL = re.compile(r"arxiv\.org/(?:abs|pdf)/(.+?)(?:v\d+)?(?:\.pdf)?$")
-_ARXIV_ID = re.compile(r"^(\d{4}\.\d{4,5}|[a-z\-]+(\.[A-Z]{2})?/\d{7})(v\d+)?$")
+ARXIV_ID = re.compile(r"^(\d{4}\.\d{4,5}|[a-z\-]+(\.[A-Z]{2})?/\d{7})(v\d+)?$")  # new and old style
 _MARKDOWN_LINK_TEXT = re.compile(r"([\[\]\\])")
 
 
@@ -76,7 +76,7 @@ def web_url(paper: Paper) -> str | None:
 
 
 def _arxiv_id(paper: Paper) -> str | None:
-    if _ARXIV_ID.match(paper.id):
+    if ARXIV_ID.match(paper.id):
         return paper.id
     match = _ARXIV_URL.search(web_url(paper) or "")
     return match.group(1) if match else None

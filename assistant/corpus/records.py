@@ -14,6 +14,7 @@ from typing import Any
 
 from assistant.corpus.display import content_id, derive_title, find_link, normalize_text
 from assistant.corpus.base import NO_LIMITS, RecordLimits
+from assistant.references import ARXIV_ID
 from assistant.tokens import over_limit, trim_to_tokens
 from assistant.types import Abstract, Rejected
 
@@ -25,7 +26,6 @@ AUTHOR_FIELDS = ("authors", "author")
 MIN_ABSTRACT_CHARS = 40
 
 _YEAR = re.compile(r"\b(1[89]\d\d|20\d\d)\b")
-_ARXIV_ID = re.compile(r"^(\d{4}\.\d{4,5}|[a-z\-]+(\.[A-Z]{2})?/\d{7})(v\d+)?$")
 _KNOWN = set(TEXT_FIELDS + ID_FIELDS + DATE_FIELDS + URL_FIELDS + AUTHOR_FIELDS) | {
     "title",
     "doi",
@@ -76,7 +76,7 @@ def _url(record: Mapping[str, Any], record_id: str | None, text: str) -> str | N
     doi = record.get("doi")
     if doi:
         return f"https://doi.org/{str(doi).removeprefix('https://doi.org/')}"
-    if record_id and _ARXIV_ID.match(record_id):
+    if record_id and ARXIV_ID.match(record_id):
         return f"https://arxiv.org/abs/{record_id}"
     return find_link(text)
 
