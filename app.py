@@ -244,18 +244,14 @@ def build(assistant: Assistant) -> gr.Blocks:
         def hand_over(text: str, *filters: Any) -> tuple[Any, ...]:
             """Put the search tab's query and filters into the chat, and show the chat."""
             if not text or not text.strip():
-                return (gr.skip(),) * 5
+                raise gr.Error("Type a query in the search box first.")
             return (text, *filters, gr.Tabs(selected="chat"))
-
-        def ask_handed_over(text: str, *rest: Any) -> Iterator[tuple[str, list[Turn], Any, Chat]]:
-            if text and text.strip():
-                yield from respond(text, *rest)
 
         ask_about.click(
             hand_over, [query, search_source, search_year_min, search_year_max],
             [message, source, year_min, year_max, tabs], api_name=False,
-        ).then(
-            ask_handed_over, chat_inputs, chat_outputs, api_name=False, concurrency_limit=s.answers_at_once,
+        ).success(
+            respond, chat_inputs, chat_outputs, api_name=False, concurrency_limit=s.answers_at_once,
             concurrency_id="model",
         )
         new_chat.click(
