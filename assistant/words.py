@@ -59,6 +59,15 @@ def content_words(text: str, with_numbers: bool = True) -> set[str]:
     return set(_STEMMER.stemWords(kept))
 
 
+# Words that frame a statement (who found it, in which paper) rather than state it:
+# "The study found that X" states X.
+FRAMING = content_words(
+    "report reports reported show shows showed shown find finds found propose proposes proposed present presents "
+    "presented introduce introduces introduced demonstrate demonstrates describe describes argue argues suggest "
+    "suggests observe observes version versions other another one paper papers study studies work works author authors"
+)
+
+
 def share(asked: set[str], text: str) -> float:
     """The share of the question's content words (``asked``) that a text contains."""
     return len(asked & content_words(text)) / len(asked) if asked else 0.0
@@ -136,18 +145,25 @@ def unstated_names(claim: str, source: str) -> list[str]:
     for name in sorted(names(claim)):
         if name in lowered:
             continue
-        acronym = name[:-1] if name.endswith("s") and len(name) > 2 else name
-        if acronym.isalpha() and 2 <= len(acronym) <= 6 and acronym in initials and _spelled_out(acronym, lowered):
-            continue
-        missing.append(name)
+        if not spelled_out(name, lowered, initials):
+            missing.append(name)
     return missing
 
 
-def _spelled_out(acronym: str, lowered: str) -> bool:
-    """Whether consecutive words of the source start with the acronym's letters."""
+def spelled_out(name: str, lowered: str, initials: str | None = None) -> str | None:
+    """The words of a lower-cased text that spell out the acronym ``name`` ("llms": "large
+    language models"): consecutive words starting with its letters; None if none do.
+    ``initials``, the text's word initials, may be passed when many names are checked
+    against one text."""
+    acronym = name[:-1] if name.endswith("s") and len(name) > 2 else name
+    if not (acronym.isalpha() and 2 <= len(acronym) <= 6):
+        return None
     words = re.findall(r"[a-z0-9]+", lowered)
+    if acronym not in (initials if initials is not None else "".join(w[0] for w in words)):
+        return None
     n = len(acronym)
-    return any("".join(w[0] for w in words[i : i + n]) == acronym for i in range(len(words) - n + 1))
+    return next((" ".join(words[i : i + n]) for i in range(len(words) - n + 1)
+                 if "".join(w[0] for w in words[i : i + n]) == acronym), None)
 
 
 def named_terms(text: str) -> set[str]:
