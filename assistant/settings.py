@@ -204,6 +204,13 @@ class Settings(BaseSettings):
         default=0.45,
         description="Abstain without asking the model when the best hit's relevance is lower.",
     )
+    verdicts: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="Whether answers to yes/no questions carry the model's verdict (yes, no, mixed; "
+        "`Answer.verdict`), verified like any claim. `off`: the answer states the findings and no verdict word. "
+        "`auto`: on for the openai backend; off for the bundled local model, whose measured verdicts on PubMedQA "
+        "are no better than always answering the most common label (benchmarks/answers.py).",
+    )
 
     # OpenAI / OpenAI-compatible servers (used by the `openai` backends)
     openai_base_url: str | None = Field(
@@ -272,6 +279,11 @@ class Settings(BaseSettings):
         if style == "abstracts":
             return AnswerContext(style, self.abstracts_context_tokens, self.top_k or 10)
         return AnswerContext(style, self.context_tokens, self.top_k or 5)
+
+    @property
+    def gives_verdicts(self) -> bool:
+        """Whether the answering model's verdicts on yes/no questions are kept (``verdicts``)."""
+        return self.verdicts == "on" or (self.verdicts == "auto" and self.llm_backend == "openai")
 
     @property
     def answers_at_once(self) -> int:

@@ -109,24 +109,32 @@ class Usage:
 @dataclass(frozen=True)
 class Citation:
     """A numbered reference in an answer: the abstract, the sentence(s) of it that support
-    the answer, and how strongly (the best support score of the claims citing it, 0-1)."""
+    the answer, and how strongly (the best support score of the claims citing it, 0-1).
+    ``verdict`` is this paper's answer to a yes/no question (yes, no, mixed), when the
+    answering model gives verdicts; the evidence sentences are what it rests on."""
 
     number: int
     abstract: Abstract
     evidence: tuple[str, ...] = ()
     support: float = 0.0
+    verdict: str | None = None
 
 
 @dataclass
 class Answer:
     """An answer whose [n] markers point at ``citations`` (numbered by first use).
 
-    ``abstained`` is True when the indexed abstracts do not answer the question
-    (``abstain_reason``: low_relevance, model_declined, unsupported or subject_not_cited);
-    an abstention carries no citations. ``sources`` are the hits the model saw;
-    ``unsupported`` the answer sentences no source supports; ``set_aside`` the claims left
-    out of ``text`` because only a source ranked well below the best supports them, and
-    weakly; ``declined`` the model's sentences saying the sources do not answer (never cited);
+    ``abstained`` is True when no answer could be verified (``abstain_reason``:
+    low_relevance, model_declined, unsupported or subject_not_cited; ``text`` says what
+    happened in plain words); an abstention carries no citations, but when retrieval found
+    relevant abstracts, ``evidence`` holds their sentences closest to the question, each with
+    its abstract: evidence to read, not an answer. ``sources`` are the hits the model saw and
+    ``excerpts`` what it read of each; ``unsupported`` the answer sentences no source
+    supports; ``set_aside`` the claims left out of ``text`` because only a source ranked well
+    below the best supports them, and weakly; ``declined`` the model's sentences saying the
+    sources do not answer (never cited); ``verdict`` the answer to a yes/no question (yes, no,
+    mixed; None for other questions, and for a model whose verdicts are not trusted), each
+    paper's in its `Citation`; ``withheld`` the verdicts left out of ``text`` for such a model;
     ``timings`` are seconds (retrieve, first_token, total); ``raw_text`` is what the model
     wrote before citations were verified.
     """
@@ -139,6 +147,10 @@ class Answer:
     unsupported: list[str] = field(default_factory=list)
     set_aside: list[str] = field(default_factory=list)
     declined: list[str] = field(default_factory=list)
+    verdict: str | None = None
+    withheld: list[str] = field(default_factory=list)
+    evidence: list[Citation] = field(default_factory=list)
+    excerpts: list[str] = field(default_factory=list)
     question: str = ""
     model: str = ""
     timings: dict[str, float] = field(default_factory=dict)
@@ -152,9 +164,25 @@ class Answer:
             for c in self.citations
         ]
 
+    def verdict_line(self) -> str | None:
+        """The verdict with the sources it rests on ("Verdict: no [1]"; for a mixed one, each
+        paper's: "Verdict: mixed (yes [1]; no [2])"), or None without a verdict."""
+        if self.verdict is None:
+            return None
+        rests = [c for c in self.citations if c.verdict]
+        if self.verdict == "mixed" and len(rests) > 1:
+            return "Verdict: mixed (" + "; ".join(f"{c.verdict} [{c.number}]" for c in rests) + ")"
+        return f"Verdict: {self.verdict} " + "".join(f"[{c.number}]" for c in rests)
+
     def to_markdown(self) -> str:
-        """The answer's text, then a numbered reference list with links (for notes)."""
-        lines = [self.text]
+        """The verdict if any, the answer's text, then a numbered reference list with links (for
+        notes); for an abstention, the closest evidence found, each sentence with its paper."""
+        verdict = self.verdict_line()
+        lines = [f"**{verdict}**", "", self.text] if verdict else [self.text]
+        if self.evidence:
+            lines += ["", "**Closest evidence found** (not an answer)", ""]
+            for c in self.evidence:
+                lines += [references.markdown_reference(c.number, c.abstract), *(f"   > {e}" for e in c.evidence)]
         if self.citations:
             lines += ["", "**References**", ""]
             lines += [references.markdown_reference(c.number, c.abstract) for c in self.citations]

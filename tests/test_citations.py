@@ -266,3 +266,54 @@ def test_a_quote_prefers_the_sentence_that_states_a_finding() -> None:
     text = "Speculative decoding with retrieval speeds up generation. DReSD retrieves draft tokens for speculative decoding, 2.1x faster."
     quoted = quote_sources([1], _sources(text), "Which papers combine retrieval with speculative decoding?")
     assert quoted == "DReSD retrieves draft tokens for speculative decoding, 2.1x faster [1]."
+
+
+HDL_QUESTION = "Do mutations causing low HDL-C promote increased carotid intima-media thickness?"
+HDL = ("We asked whether mutations causing low HDL-C promote increased carotid intima-media thickness. "
+       "Carriers of such mutations were compared with their unaffected family members. "
+       "Carotid intima-media thickness was 0.66 mm in carriers and 0.65 mm in family controls, with no significant difference.")
+STATIN = ("Statin use was studied in 412 patients with low HDL-C. "
+          "Carotid intima-media thickness increased by 0.04 mm per year in carriers of the mutations.")
+FINDING = "Carotid intima-media thickness was 0.66 mm in carriers and 0.65 mm in family controls."
+
+
+def test_a_trusted_models_verdict_is_kept_and_rests_on_the_cited_finding() -> None:
+    result = attribute(f"No, {FINDING[0].lower()}{FINDING[1:]} [1]", _sources(HDL), question=HDL_QUESTION,
+                       yes_no=True, verdicts=True)
+    assert result.text.startswith("No, carotid intima-media thickness was 0.66 mm") and result.text.endswith("[1].")
+    assert result.verdict == "no" and result.citations[0].verdict == "no" and result.withheld == []
+
+
+def test_a_standalone_verdict_carries_to_the_claim_after_it() -> None:
+    result = attribute(f"No. {FINDING} [1]", _sources(HDL), question=HDL_QUESTION, yes_no=True, verdicts=True)
+    assert result.verdict == "no" and result.text == f"No. {FINDING[:-1]} [1]."
+    untrusted = attribute(f"No. {FINDING} [1]", _sources(HDL), question=HDL_QUESTION, yes_no=True, verdicts=False)
+    assert untrusted.verdict is None and untrusted.text == f"{FINDING[:-1]} [1]." and untrusted.withheld == []
+
+
+def test_sources_that_disagree_give_a_mixed_verdict_with_each_papers_own() -> None:
+    answer = f"No, {FINDING[0].lower()}{FINDING[1:]} [1] Yes, thickness increased by 0.04 mm per year in carriers [2]."
+    result = attribute(answer, _sources(HDL, STATIN), question=HDL_QUESTION, yes_no=True, verdicts=True)
+    assert result.verdict == "mixed" and [c.verdict for c in result.citations] == ["no", "yes"]
+
+
+def test_an_untrusted_model_states_findings_without_verdict_words_or_propositions() -> None:
+    proposition = "Mutations causing low HDL-C do not promote increased carotid intima-media thickness."
+    answer = f"Yes, {proposition[0].lower()}{proposition[1:-1]} [1]. {FINDING} [1]"
+    result = attribute(answer, _sources(HDL), question=HDL_QUESTION, yes_no=True, verdicts=False)
+    assert result.text == f"{FINDING[:-1]} [1]." and result.verdict is None and result.citations[0].verdict is None
+    assert result.withheld == [f"Yes, {proposition[0].lower()}{proposition[1:-1]}"] and result.supported_claims == 1
+    only = attribute(proposition, _sources(HDL), question=HDL_QUESTION, yes_no=True, verdicts=False)
+    assert only.supported_claims == 0 and only.withheld == [proposition] and only.unsupported == []
+
+
+def test_a_trusted_models_proposition_is_verified_like_any_claim() -> None:
+    proposition = "No, mutations causing low HDL-C do not promote increased carotid intima-media thickness."
+    result = attribute(proposition, _sources(HDL), question=HDL_QUESTION, yes_no=True, verdicts=True)
+    assert result.supported_claims == 1 and result.verdict == "no" and result.citations[0].abstract.id == "a1"
+
+
+def test_no_as_the_first_word_of_a_finding_is_not_a_verdict() -> None:
+    answer = "No significant difference in carotid intima-media thickness was found between carriers and family controls."
+    result = attribute(answer, _sources(HDL), question=HDL_QUESTION, yes_no=True, verdicts=False)
+    assert result.text.startswith("No significant difference") and result.withheld == [] and result.supported_claims == 1

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from assistant import Answer, Assistant, QuestionError, Retrieved
-from assistant.answer.pipeline import ABSTAIN_TEXT, condense
+from assistant.answer.pipeline import ABSTAIN_MESSAGES, EVIDENCE_NOTE, condense
 
 from scripted_server import MODEL, ScriptedServer
 
@@ -39,8 +40,10 @@ def test_answers_cite_the_gold_abstract_and_state_the_facts(sample_index: Assist
 
 def test_a_question_the_abstracts_do_not_answer_is_an_abstention(sample_index: Assistant) -> None:
     answer = sample_index.ask("What is the boiling point of liquid nitrogen at sea level in Kelvin?")
-    assert answer.abstained and answer.text == ABSTAIN_TEXT
-    assert answer.citations == []
+    assert answer.abstained and answer.citations == []
+    assert answer.text.startswith(ABSTAIN_MESSAGES[answer.abstain_reason].format(subject=""))
+    if answer.abstain_reason == "low_relevance":
+        assert answer.evidence == [], "nothing relevant was found, so nothing is offered"
 
 
 def test_a_terse_question_about_an_indexed_paper_is_answered(sample_index: Assistant) -> None:
@@ -120,11 +123,13 @@ def test_a_question_naming_an_indexed_paper_is_not_gated_away_by_a_low_cosine(sa
     assert not answer.abstained and "(DReSD)" in answer.citations[0].abstract.text
 
 
-def test_a_yes_or_no_question_about_a_named_paper_gets_a_cited_verdict(sample_index: Assistant) -> None:
-    # the model answers "Yes, DReSD uses dense retrieval.": the question's own words, yet an answer
+def test_a_yes_or_no_question_gets_the_local_models_cited_finding_without_a_verdict(sample_index: Assistant) -> None:
+    # the local model's verdicts are no better than the majority class (benchmarks/answers.py): findings only
     answer = sample_index.ask("Does DReSD use dense retrieval?")
-    assert not answer.abstained and answer.text.lower().startswith("yes")
+    assert not answer.abstained, answer.raw_text
     assert "(DReSD)" in answer.citations[0].abstract.text
+    assert answer.verdict is None and all(c.verdict is None for c in answer.citations)
+    assert not re.match(r"\s*(yes|no)\b\s*[,.:;]", answer.text, re.IGNORECASE), answer.text
 
 
 # A capable model through the `openai` backend: a scripted OpenAI-compatible server replies
@@ -183,7 +188,9 @@ def test_a_refusal_is_never_cited_and_abstains_as_model_declined(
     scripted.script(question, refusal)
     answer = capable.ask(question)
     assert answer.abstained and answer.abstain_reason == "model_declined", answer.text
-    assert answer.citations == [] and answer.text == ABSTAIN_TEXT and answer.declined
+    assert answer.citations == [] and answer.declined
+    assert answer.text == ABSTAIN_MESSAGES["model_declined"] + EVIDENCE_NOTE, "retrieval was confident: evidence"
+    assert answer.evidence and all(e in c.abstract.text for c in answer.evidence for e in c.evidence)
 
 
 def test_a_partial_answer_keeps_what_is_supported_and_drops_the_refusal(capable: Assistant, scripted: ScriptedServer) -> None:
@@ -216,3 +223,41 @@ def test_ask_stream_keeps_yielding_only_text_then_the_answer(capable: Assistant,
     assert all(isinstance(i, str) for i in items[:-1]) and isinstance(items[-1], Answer)
     chat_items = list(capable.chat().ask_stream(PANGU["question"]))
     assert all(isinstance(i, str) for i in chat_items[:-1]) and isinstance(chat_items[-1], Answer)
+
+
+PANGU_YES_NO = "Does Pangu Ultra use depth-scaled sandwich normalization to stabilize its training?"
+VERDICTS = [
+    (PANGU_YES_NO, "Yes, depth-scaled sandwich normalization eliminates the loss spikes during the training of "
+                   "Pangu Ultra, a 135B-parameter dense model [@0].", "yes"),
+    ("Is Pangu Ultra a sparse mixture-of-experts model?",
+     "No, Pangu Ultra is a dense Transformer model with 135B parameters, trained on Ascend NPUs [@0].", "no"),
+]
+
+
+@pytest.mark.parametrize(("question", "reply", "verdict"), VERDICTS, ids=["yes", "no"])
+def test_a_capable_models_verdict_is_kept_verified_and_cited(
+    capable: Assistant, scripted: ScriptedServer, question: str, reply: str, verdict: str
+) -> None:
+    scripted.script(question, reply, [PANGU_PREFIX])
+    answer = capable.ask(question)
+    assert 'Begin with "Yes,"' in scripted.prompts[-1], "a trusted model is asked for its verdict"
+    assert not answer.abstained, answer.abstain_reason
+    assert answer.text.startswith(reply[:4]) and answer.verdict == verdict
+    assert [c.verdict for c in answer.citations] == [verdict] and answer.verdict_line() == f"Verdict: {verdict} [1]"
+    assert answer.to_markdown().startswith(f"**Verdict: {verdict} [1]**")
+    scripted.script(question, reply.replace("135B", "175B"), [PANGU_PREFIX])
+    assert capable.ask(question).abstain_reason == "unsupported", "a verdict on an altered finding is not shown"
+
+
+def test_with_verdicts_off_a_verdict_alone_is_withheld_and_the_evidence_offered(
+    capable: Assistant, scripted: ScriptedServer
+) -> None:
+    untrusted = Assistant(capable.settings, verdicts="off")
+    scripted.script(PANGU_YES_NO, "Yes, Pangu Ultra uses depth-scaled sandwich normalization to stabilize its training.")
+    answer = untrusted.ask(PANGU_YES_NO)
+    assert 'Begin with "Yes,"' not in scripted.prompts[-1]
+    assert answer.abstained and answer.abstain_reason == "verdict_only" and answer.verdict is None
+    assert answer.withheld and answer.citations == []
+    assert answer.evidence and answer.evidence[0].abstract.text.startswith("We present Pangu Ultra")
+    assert any("sandwich normalization" in e for e in answer.evidence[0].evidence)
+    assert "Closest evidence found" in answer.to_markdown()

@@ -94,6 +94,11 @@ def test_answer_to_markdown_and_bibtex() -> None:
     assert keys == ["smith-2020-gpu", "2401.01234"]
     abstained = Answer(text="The indexed abstracts do not answer this question.", abstained=True)
     assert abstained.to_bibtex() == "" and abstained.to_markdown() == abstained.text + "\n"
+    offered = Answer(text="The model did not find the answer.", abstained=True,
+                     evidence=[Citation(1, ARXIV, evidence=("First sentence.", "Second one."))])
+    assert offered.to_markdown() == ("The model did not find the answer.\n\n**Closest evidence found** (not an answer)\n\n"
+                                     "1. [An arXiv paper](<https://arxiv.org/abs/2401.01234>). `arxiv.jsonl`\n"
+                                     "   > First sentence.\n   > Second one.\n")
 
 
 def test_markdown_link_text_is_escaped() -> None:

@@ -40,17 +40,19 @@ closest to the question is quoted instead (`quote_sources`), then verified like 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from collections.abc import Callable
 
 import numpy as np
 
 from assistant.answer.context import Source
+from assistant.answer.questions import states_proposition
 from assistant.answer.refusals import is_refusal
 from assistant.corpus.display import sentences
 from assistant.types import Citation
 from assistant.words import (
+    FRAMING,
     content_words,
     named_terms,
     quantities,
@@ -79,13 +81,8 @@ _REPORTING = content_words(
     "specific information phenomenon topic"
 )
 _YES_NO = re.compile(r"\s*(?:yes|no)\b", re.IGNORECASE)
-# Words that frame a claim (who found it, in which paper) rather than state it.
-_FRAMING = content_words(
-    "report reports reported show shows showed shown find finds found propose proposes proposed present presents "
-    "presented introduce introduces introduced demonstrate demonstrates describe describes argue argues suggest "
-    "suggests observe observes version versions other another one paper papers study studies work works author authors"
-)
-_LEADING_VERDICT = re.compile(r"^\s*(?:yes|no)\b[\s,:;.!-]*", re.IGNORECASE)
+# A verdict word is followed by punctuation: "No significant difference was found" is a finding.
+_LEADING_VERDICT = re.compile(r"^\s*(yes|no|mixed)\s*[,.:;!\u2013\u2014-]+\s*", re.IGNORECASE)
 
 
 def parse_marker(inner: str) -> list[int]:
@@ -114,6 +111,9 @@ class Claim:
     set_aside: bool = False
     restates: bool = False
     refusal: bool = False
+    verdict: str | None = None
+    withheld: bool = False
+    proposition: bool = False
     evidence: dict[int, Evidence] | None = None
 
 
@@ -181,7 +181,7 @@ def support(claim: str, claim_vector: np.ndarray, source: Source) -> Evidence:
     missing = tuple(unstated_numbers(claim, whole) + unstated_names(claim, whole))
     if missing or not source.sentences:
         return Evidence(0.0, (), missing)
-    words = content_words(claim, with_numbers=False) - _FRAMING
+    words = content_words(claim, with_numbers=False) - FRAMING
     stated_numbers = quantities(claim)
     per_sentence = [content_words(s, with_numbers=False) for s in source.sentences]
     per_sentence_numbers = [quantities(s, words=True) for s in source.sentences]
@@ -206,9 +206,44 @@ def _claim_core(text: str) -> str:
     return _LEADING_VERDICT.sub("", text).strip(" ,;:.")
 
 
+def read_verdicts(claims: list[Claim], question: str, verdicts: bool) -> None:
+    """For an answer to a yes/no question: each claim's verdict word ("Yes, …", "No." before
+    the claim it prefaces, "Mixed: …"), and which claims only state the question's
+    proposition (`questions.states_proposition`).
+
+    With ``verdicts`` (the answering model's verdicts can be trusted) a claim keeps its
+    verdict word, and a proposition is verified like any claim. Without, the verdict words
+    are taken out of the text and propositions are withheld (left out of the answer): what
+    remains are the findings, which the reader weighs."""
+    carried: str | None = None
+    for claim in claims:
+        match = _LEADING_VERDICT.match(claim.text)
+        word = match.group(1).lower() if match else carried
+        core = claim.text[match.end():] if match else claim.text
+        if match and not content_words(core):  # "No." on its own: the verdict of the next claim
+            carried, claim.withheld, claim.restates = word, not verdicts, verdicts
+            continue
+        carried = None
+        if states_proposition(core, question):
+            claim.proposition, claim.withheld = verdicts, not verdicts  # withheld as the model wrote it
+        elif match and not verdicts:
+            lead = claim.text[: len(claim.text) - len(claim.text.lstrip())]
+            claim.text = lead + core[:1].upper() + core[1:]
+        claim.verdict = word if verdicts else None
+
+
+def _combined(values: set[str]) -> str | None:
+    """One verdict for several: the one they share, else mixed."""
+    if not values:
+        return None
+    return values.pop() if len(values) == 1 else "mixed"
+
+
 @dataclass
 class Attribution:
-    """The answer rewritten with verified, renumbered citations."""
+    """The answer rewritten with verified, renumbered citations. ``verdict`` (yes, no,
+    mixed, None) combines the verdicts of the supported claims; ``withheld`` lists the
+    verdicts left out of the text (see `read_verdicts`)."""
 
     text: str
     citations: list[Citation]
@@ -216,6 +251,8 @@ class Attribution:
     supported_claims: int
     set_aside: list[str]
     declined: list[str]
+    verdict: str | None = None
+    withheld: list[str] = field(default_factory=list)
 
 
 def attribute(
@@ -225,6 +262,8 @@ def attribute(
     question: str = "",
     citable: set[int] | None = None,
     strong_exempt: bool = True,
+    yes_no: bool = False,
+    verdicts: bool = True,
 ) -> Attribution:
     """Verify every claim of ``answer`` against ``sources`` and renumber the citations.
 
@@ -232,17 +271,22 @@ def attribute(
     numbers of the sources any supported claim may cite (default: all); the others, with
     ``strong_exempt``, claims they support strongly. With the ``question``, a claim that
     only restates it ("Yes, the size of the chunks matters") is neither cited nor flagged,
-    and it does not count as a supported claim.
+    and it does not count as a supported claim. With ``yes_no`` (the question asks whether
+    something is so), verdicts are read, and kept only with ``verdicts`` (`read_verdicts`).
     """
     by_number = {s.number: s for s in sources}
     citable = set(by_number) if citable is None else citable
     asked = frozenset(content_words(question))
     claims = split_claims(answer)
+    if yes_no:
+        read_verdicts(claims, question, verdicts)
     checked = []
     for claim in claims:
+        if claim.withheld or claim.restates:
+            continue
         if is_refusal(claim.text):
             claim.refusal = True
-        elif _restates(claim.text, asked):
+        elif not claim.proposition and _restates(claim.text, asked):
             claim.restates = True
         else:
             checked.append(claim)
@@ -261,10 +305,11 @@ def attribute(
     order: dict[int, int] = {}
     evidence: dict[int, list[str]] = {}
     scores: dict[int, float] = {}
+    verdicts_of: dict[int, set[str]] = {}
     pieces, unsupported = [], []
     for claim in claims:
         text = claim.text.rstrip()
-        if claim.set_aside or claim.refusal:  # keep the sentence end it may have carried
+        if claim.set_aside or claim.refusal or claim.withheld:  # keep the sentence end it may have carried
             if pieces and claim.trailer.strip() and not pieces[-1].rstrip().endswith((".", "!", "?")):
                 pieces[-1] = pieces[-1].rstrip(" ,;") + claim.trailer.strip()
             continue
@@ -278,10 +323,12 @@ def attribute(
         kept = evidence.setdefault(claim.source, [])
         kept += [s for s in found.sentences if s not in kept]
         scores[claim.source] = max(scores.get(claim.source, 0.0), found.score)
+        verdicts_of.setdefault(claim.source, set()).update([claim.verdict] if claim.verdict else [])
         body, end = (text[:-1], text[-1]) if text[-1:] in ".!?" else (text, "")
         pieces.append(f"{body} [{new}]{end}{claim.trailer}")
     citations = [
-        Citation(number=new, abstract=by_number[old].hit.abstract, evidence=tuple(evidence[old]), support=scores[old])
+        Citation(number=new, abstract=by_number[old].hit.abstract, evidence=tuple(evidence[old]), support=scores[old],
+                 verdict=_combined(set(verdicts_of[old])))
         for old, new in sorted(order.items(), key=lambda item: item[1])
     ]
     text = re.sub(r"\s+([,;:])", r"\1", re.sub(r"\s+", " ", " ".join(p.strip() for p in pieces if p.strip()))).strip()
@@ -292,6 +339,8 @@ def attribute(
         supported_claims=sum(c.source is not None for c in claims),
         set_aside=[c.text.strip(" ,;") for c in claims if c.set_aside],
         declined=[c.text.strip(" ,;") for c in claims if c.refusal],
+        verdict=_combined({c.verdict for c in citations if c.verdict}),
+        withheld=[c.text.strip(" ,;") for c in claims if c.withheld and content_words(c.text)],
     )
 
 

@@ -10,11 +10,16 @@ Two styles, one per kind of model (``Settings.context_style``):
 Either way every sentence of every shown abstract is embedded once, here: the claim check
 (`citations`) verifies the answer against all of them, not only the excerpt.
 
-In the sentence style, closeness mixes embedding similarity (topic) with the
+In the sentence style, closeness (`closeness`) mixes embedding similarity (topic) with the
 share of the question's content words a sentence contains (embedding similarity alone
 prefers a topical sentence over the one that states the asked-for fact), plus a bonus for
 specifics: a sentence with numbers or named terms (after its first word) states a finding,
-where background sentences only restate the topic.
+where background sentences only restate the topic. (For a yes/no question, demoting the
+sentences that restate it kept its answering sentence out of the prompt more often:
+docs/experiments.md.)
+
+When the model declines or its answer cannot be verified, the same closeness picks the
+evidence offered to the reader instead (`closest_evidence`).
 
 Abstract text is data, never instructions: besides the prompt saying so, sentences that
 read as instructions to an assistant ("ignore previous instructions", "reply only
@@ -31,11 +36,11 @@ from typing import Literal
 
 import numpy as np
 
-from assistant.words import content_words, share, specifics
 from assistant.corpus.display import sentences
+from assistant.words import content_words, share, specifics
 from assistant.index.embedders import Embedder
 from assistant.tokens import count_tokens, trim_to_tokens
-from assistant.types import Hit
+from assistant.types import Citation, Hit
 
 WORD_OVERLAP_WEIGHT = 0.5
 SPECIFICS_WEIGHT = 0.3
@@ -63,6 +68,14 @@ class Source:
         return f"[{self.number}] {title}{self.excerpt}"
 
 
+def closeness(question: str, question_vector: np.ndarray, texts: list[str], vectors: np.ndarray) -> np.ndarray:
+    """How close each sentence is to what the question asks (see the module docstring)."""
+    asked = content_words(question)
+    overlap = np.array([share(asked, text) for text in texts])
+    stated = np.array([specifics(text) for text in texts])
+    return vectors @ question_vector + WORD_OVERLAP_WEIGHT * overlap + SPECIFICS_WEIGHT * stated
+
+
 def build(
     question: str,
     hits: list[Hit],
@@ -81,7 +94,8 @@ def build(
     if style == "abstracts":
         picked = _whole_abstracts(per_hit, budget_tokens)
     else:
-        picked = _best_sentences(question, question_vector, vectors, per_hit, flat, budget_tokens)
+        texts = [per_hit[h][i] for h, i in flat]
+        picked = _best_sentences(closeness(question, question_vector, texts, vectors), per_hit, flat, budget_tokens)
     first_row = [0]
     for group in per_hit:
         first_row.append(first_row[-1] + len(group))
@@ -109,18 +123,9 @@ def _whole_abstracts(per_hit: list[list[str]], budget_tokens: int) -> dict[int, 
 
 
 def _best_sentences(
-    question: str,
-    question_vector: np.ndarray,
-    vectors: np.ndarray,
-    per_hit: list[list[str]],
-    flat: list[tuple[int, int]],
-    budget_tokens: int,
+    similarity: np.ndarray, per_hit: list[list[str]], flat: list[tuple[int, int]], budget_tokens: int
 ) -> dict[int, list[int]]:
     """Each hit's best sentence in rank order, then the next-best anywhere, while they fit."""
-    asked = content_words(question)
-    overlap = [share(asked, per_hit[h][s]) for h, s in flat]
-    stated = [specifics(per_hit[h][s]) for h, s in flat]
-    similarity = vectors @ question_vector + WORD_OVERLAP_WEIGHT * np.array(overlap) + SPECIFICS_WEIGHT * np.array(stated)
     cost = [count_tokens(per_hit[h][s]) + 1 for h, s in flat]
     chosen: set[int] = set()
     spent = 0
@@ -140,6 +145,29 @@ def _best_sentences(
     for i in chosen:
         picked.setdefault(flat[i][0], []).append(flat[i][1])
     return picked
+
+
+def closest_evidence(
+    question: str,
+    question_vector: np.ndarray,
+    sources: list[Source],
+    min_relevance: float,
+    per_source: int = 2,
+    most: int = 3,
+) -> list[Citation]:
+    """The evidence to offer when no answer could be verified: of the (at most ``most``) best
+    sources that retrieval found relevant (``min_relevance``), the ``per_source`` sentences
+    closest to the question, in the abstract's order, numbered 1, 2…"""
+    offered = []
+    for source in sources:
+        if len(offered) == most:
+            break
+        if source.hit.relevance < min_relevance or not any(source.sentences):
+            continue
+        score = closeness(question, question_vector, list(source.sentences), source.vectors)
+        best = sorted(np.argsort(-score)[:per_source])
+        offered.append(Citation(len(offered) + 1, source.hit.abstract, tuple(source.sentences[i] for i in best)))
+    return offered
 
 
 def render(sources: list[Source]) -> str:

@@ -8,6 +8,10 @@ verified `Answer`.
 The pipeline receives what it uses (`Parts`: search, embedder, generator, lexical index,
 settings) from its caller and never reaches back up into it.
 
+A yes/no question (`questions.is_yes_no`) is put to the model as a request for the finding
+that decides it (``prompts/finding.md``), and its verdict is kept only where the answering
+model's verdicts can be trusted (``Settings.verdicts``; `citations.read_verdicts`).
+
 The assistant abstains, with no citations, when
 - retrieval finds nothing relevant enough (the top hit's relevance is below
   ``min_relevance``, and it does not contain the question's subject): the model is not
@@ -18,7 +22,11 @@ The assistant abstains, with no citations, when
   (`refusals`), and supports no claim besides;
 - no claim of the model's answer is supported by a source;
 - the question names its subject (a paper's, method's or dataset's name that few indexed
-  abstracts contain) and no cited abstract mentions it: the answer is about another paper.
+  abstracts contain) and no cited abstract mentions it: the answer is about another paper;
+- the model only gave verdicts, for a model whose verdicts are not trusted.
+Each reason has its own message (``ABSTAIN_MESSAGES``), and whenever the model was asked, the
+reader gets the evidence instead: the relevant abstracts' sentences closest to the question
+(`context.closest_evidence`), offered as evidence, not as an answer.
 
 A reply that answers part of the question keeps its supported claims; its refusal
 sentences are dropped (`Answer.declined`) and its unsupported sentences are marked.
@@ -33,7 +41,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from assistant import prompts
-from assistant.answer import citations, context
+from assistant.answer import citations, context, questions
 from assistant.answer.generators import Generator, Usage
 from assistant.index.bm25 import Bm25Index
 from assistant.index.embedders import Embedder
@@ -41,7 +49,15 @@ from assistant.retrieval import SearchFilters, subject_terms
 from assistant.settings import Settings
 from assistant.types import Answer, Hit, Retrieved
 
-ABSTAIN_TEXT = "The indexed abstracts do not answer this question."
+ABSTAIN_MESSAGES = {
+    "low_relevance": "No indexed abstract is close enough to this question to answer it.",
+    "model_declined": "The model did not find the answer in the abstracts it read.",
+    "unsupported": "The model's answer is not shown: no sentence of it could be verified against the abstracts.",
+    "subject_not_cited": "The model's answer is not shown: it cites no abstract that mentions {subject}.",
+    "verdict_only": "The model's answer is not shown: it gave a verdict without the finding that decides it, "
+    "and this model's verdicts are not reliable.",
+}
+EVIDENCE_NOTE = " The closest evidence found is shown with its sources: read it as evidence, not as an answer."
 _NOT_IN_SOURCES = re.compile(r"\bNOT IN (?:THE )?SOURCES\b\.?", re.IGNORECASE)
 Search = Callable[[str, int, SearchFilters | Mapping[str, Any] | None], list[Hit]]
 Event = Retrieved | str | Answer
@@ -65,9 +81,12 @@ def _select(hits: list[Hit], ratio: float) -> list[Hit]:
     return [h for h in hits if h.score >= ratio * hits[0].score] if hits else []
 
 
-def _abstention(question: str, hits: list[Hit], reason: str, model: str, **fields: object) -> Answer:
+def _abstention(
+    question: str, hits: list[Hit], reason: str, model: str, subject: str = "", **fields: Any
+) -> Answer:
+    text = ABSTAIN_MESSAGES[reason].format(subject=subject)
     return Answer(
-        text=ABSTAIN_TEXT,
+        text=text + (EVIDENCE_NOTE if fields.get("evidence") else ""),
         citations=[],
         sources=hits,
         abstained=True,
@@ -107,8 +126,9 @@ def stream_answer(
         return
 
     offered = hits if plan.style == "abstracts" else _select(hits, settings.source_score_ratio)
-    sources, _ = context.build(query, offered, parts.embedder, plan.tokens, plan.style)
-    prompt = prompts.render("answer", sources=context.render(sources), question=query)
+    yes_no = questions.is_yes_no(query)
+    sources, question_vector = context.build(query, offered, parts.embedder, plan.tokens, plan.style)
+    prompt = _prompt(query, sources, yes_no, settings.gives_verdicts)
     usage = Usage()
     pieces: list[str] = []
     for delta in generator.stream([{"role": "user", "content": prompt}], settings.llm_max_tokens, usage):
@@ -118,12 +138,13 @@ def stream_answer(
         yield delta
     raw = "".join(pieces).strip()
     timings["total"] = time.perf_counter() - started
-    fields = {"timings": timings, "usage": usage, "raw_text": raw}
     shown = [s.hit for s in sources]
+    evidence = context.closest_evidence(query, question_vector, sources, settings.min_relevance)
+    fields = {"timings": timings, "usage": usage, "raw_text": raw, "excerpts": [s.excerpt for s in sources]}
     marked = bool(_NOT_IN_SOURCES.search(raw))
     answer_text = _NOT_IN_SOURCES.sub("", raw).strip()  # the model may add it after an answer
     if not answer_text:
-        yield _abstention(query, shown, "model_declined", generator.model_name, **fields)
+        yield _abstention(query, shown, "model_declined", generator.model_name, evidence=evidence, **fields)
         return
     bare = citations.bare_citations(answer_text) or citations.echoed_citations(answer_text, query)
     if bare:
@@ -131,15 +152,18 @@ def stream_answer(
     near_best = {hit.abstract.id for hit in _select(hits, settings.citation_score_ratio)}
     citable = {s.number for s in sources if s.hit.abstract.id in near_best}
     checked = citations.attribute(
-        answer_text, sources, parts.embedder.embed, query, citable, strong_exempt=plan.style == "abstracts"
+        answer_text, sources, parts.embedder.embed, query, citable, strong_exempt=plan.style == "abstracts",
+        yes_no=yes_no, verdicts=settings.gives_verdicts,
     )
     if checked.supported_claims == 0:
-        reason = "model_declined" if checked.declined or marked else "unsupported"
-        yield _abstention(query, shown, reason, generator.model_name, declined=checked.declined, **fields)
+        reason = "model_declined" if checked.declined or marked else "verdict_only" if checked.withheld else "unsupported"
+        yield _abstention(query, shown, reason, generator.model_name, declined=checked.declined,
+                          withheld=checked.withheld, evidence=evidence, **fields)
         return
     cited = " ".join(f"{c.abstract.title} {c.abstract.text}" for c in checked.citations)
     if subject and not any(term in (cited.lower() if term.islower() else cited) for term in subject):
-        yield _abstention(query, shown, "subject_not_cited", generator.model_name, **fields)
+        yield _abstention(query, shown, "subject_not_cited", generator.model_name, subject=_as_written(subject, query),
+                          evidence=evidence, **fields)
         return
     yield Answer(
         text=checked.text,
@@ -149,10 +173,27 @@ def stream_answer(
         unsupported=checked.unsupported,
         set_aside=checked.set_aside,
         declined=checked.declined,
+        verdict=checked.verdict,
+        withheld=checked.withheld,
         question=query,
         model=generator.model_name,
         **fields,
     )
+
+
+def _as_written(terms: Mapping[str, Any], question: str) -> str:
+    """The subject terms as the question spells them ("Time-MoE", not "time-moe")."""
+    found = [re.search(re.escape(term), question, re.IGNORECASE) for term in terms]
+    return ", ".join(m.group(0) if m else term for m, term in zip(found, terms, strict=True))
+
+
+def _prompt(question: str, sources: list[context.Source], yes_no: bool, verdicts: bool) -> str:
+    """The answer prompt: a yes/no question asks for the finding that decides it (with a
+    verdict word only from a model whose verdicts are kept), any other for the answer."""
+    if not yes_no:
+        return prompts.render("answer", sources=context.render(sources), question=question)
+    rule = prompts.load("verdict_rule") if verdicts else ""
+    return prompts.render("finding", sources=context.render(sources), question=question, verdict_rule=rule)
 
 
 def condense(generator: Generator, history: list[tuple[str, Answer]], question: str, max_tokens: int) -> str:
