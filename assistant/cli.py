@@ -66,8 +66,19 @@ def _print_answer(stream) -> Answer:
     print()
     if answer.abstained or answer.text != answer.raw_text:
         print(f"\n{answer.text}")
+    verdict = answer.verdict_line()
+    if verdict:
+        print(f"  {verdict}")
     for line in answer.references():
         print(f"  {line}")
+    if answer.evidence:
+        print("  Closest evidence found (not an answer):")
+    for citation in answer.evidence:
+        print(f"  [{citation.number}] {citation.abstract.title}")
+        for sentence in citation.evidence:
+            print(f"      > {sentence}")
+    for claim in answer.withheld:
+        print(f"  (verdict left out, this model's yes/no verdicts are not reliable: {claim})")
     for sentence in answer.unsupported:
         print(f"  (not supported by any source: {sentence})")
     for claim in answer.set_aside:

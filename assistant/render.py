@@ -27,6 +27,10 @@ CSS = """
 .source .meta, .hit .meta { color: var(--body-text-color-subdued); font-size: .9em; }
 mark.evidence, mark.passage { background: #fff3a3; color: inherit; }
 .unsupported { text-decoration: underline wavy #c0392b; }
+.verdict { display: inline-block; border-radius: 4px; padding: 0 .45em; margin-right: .3em; font-weight: 600;
+  border: 1px solid var(--border-color-primary); }
+.verdict-yes { background: #e3f4e1; } .verdict-no { background: #fbe3e1; } .verdict-mixed { background: #fdf1d6; }
+.evidence-found { margin-bottom: 1em; }
 a.cite, span.cite { text-decoration: none; font-weight: 600; }
 .flash { outline: 2px solid var(--color-accent); }
 .turn-footer { margin-top: .6em; font-size: .9em; }
@@ -129,6 +133,9 @@ def answer_html(answer: Answer, turn: int) -> str:
     (collapsed) under it with buttons to copy the answer as Markdown and download its
     references as BibTeX. Earlier answers thus keep their sources when new ones come."""
     text = html.escape(answer.text)
+    verdict = answer.verdict_line()
+    if verdict:
+        text = f'<span class="verdict verdict-{answer.verdict}">{html.escape(verdict)}</span> {text}'
     for sentence in answer.unsupported:
         escaped = html.escape(sentence)
         text = text.replace(
@@ -141,6 +148,11 @@ def answer_html(answer: Answer, turn: int) -> str:
     )
     if answer.unsupported:
         text += "\n\n<small>⚠ marks sentences that no retrieved abstract supports.</small>"
+    if answer.withheld:
+        count = len(answer.withheld)
+        left_out = "".join(f"<li>{html.escape(claim)}</li>" for claim in answer.withheld)
+        text += (f"\n\n<details><summary><small>{count} verdict{'s' if count > 1 else ''} left out: this model's "
+                 f"yes/no verdicts are not reliable; read the findings.</small></summary><ul>{left_out}</ul></details>")
     if answer.set_aside:
         count = len(answer.set_aside)
         left_out = "".join(f"<li>{html.escape(claim)}</li>" for claim in answer.set_aside)
@@ -210,19 +222,21 @@ def search_html(hits: list[Hit]) -> str:
 
 
 def sources_html(answer: Answer | None) -> str:
-    """The sources panel for a verified answer: each cited abstract (number, title, link,
-    supporting sentences highlighted), then the retrieved but uncited ones, collapsed."""
+    """The sources panel for an answer: each cited abstract (number, title, link, supporting
+    sentences highlighted), then the retrieved but uncited ones, collapsed. For an abstention,
+    what happened, then the closest evidence found, expanded, each sentence with its source."""
     if answer is None:
         return "<p><em>The sources of the latest answer appear here.</em></p>"
     parts = []
     if answer.abstained:
-        parts.append(
-            '<p class="abstained"><strong>No answer:</strong> the indexed abstracts do not answer this '
-            "question. The closest abstracts found are listed below.</p>"
-        )
+        parts.append(f'<p class="abstained"><strong>No verified answer.</strong> {html.escape(answer.text)}</p>')
+        if answer.evidence:
+            parts.append('<div class="evidence-found"><p><strong>Closest evidence found</strong> '
+                         "(evidence to read, not an answer):</p>"
+                         + "".join(_source_html(f"evidence-{c.number}", c) for c in answer.evidence) + "</div>")
     parts += [_source_html(f"source-{c.number}", c) for c in answer.citations]
-    cited = {c.abstract.id for c in answer.citations}
-    others = [h for h in answer.sources if h.abstract.id not in cited]
+    shown = {c.abstract.id for c in answer.citations + answer.evidence}
+    others = [h for h in answer.sources if h.abstract.id not in shown]
     if others:
         items = "".join(
             f"<li>{link(h.abstract.url, h.abstract.title)} <span class=\"meta\">({_meta(h.abstract)})</span>"

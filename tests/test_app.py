@@ -352,3 +352,41 @@ def test_browser_an_upload_over_the_size_cap_is_refused_with_a_message(browser: 
         assert watched.outside == []
     finally:
         stop(process)
+
+
+@pytest.fixture(scope="module")
+def capable_app_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Any]]:
+    """The app with the `openai` backend, answering through a scripted OpenAI-compatible server."""
+    from scripted_server import MODEL, ScriptedServer
+
+    with ScriptedServer() as server:
+        process, url = start_app(tmp_path_factory.mktemp("capable-index"), tmp_path_factory.mktemp("capable") / "app.log",
+                                 llm_backend="openai", llm_model=MODEL, openai_base_url=server.base_url)
+        yield url, server
+        stop(process)
+
+
+@pytest.mark.slow
+def test_browser_a_verdict_is_a_badge_and_an_abstention_shows_its_evidence(
+    browser: Any, capable_app_url: tuple[str, Any]
+) -> None:
+    url, server = capable_app_url
+    pangu = "We present Pangu Ultra, a Large Language Model (LLM) with 135 billion parameters"
+    verdict_question = "Is Pangu Ultra a sparse mixture-of-experts model?"
+    server.script(verdict_question, "No, Pangu Ultra is a dense Transformer model with 135B parameters [@0].", [pangu])
+    declined_question = "How many GPU hours did the training of Pangu Ultra take?"
+    server.script(declined_question, "The sources do not say how long training took.")
+    watched = Watched(browser, url)
+    page = watched.page
+    watched.ask(verdict_question)
+    badge = page.locator('#chat [data-testid="bot"]').last.locator(".verdict-no")
+    assert badge.inner_text() == "Verdict: no [1]"
+    watched.ask(declined_question)
+    panel = page.locator("#sources")
+    assert "The model did not find the answer" in panel.locator(".abstained").inner_text()
+    evidence = panel.locator(".evidence-found mark.evidence").first
+    assert evidence.is_visible(), "the closest evidence is shown expanded"
+    assert "Pangu Ultra" in panel.locator(".evidence-found .source").first.inner_text()
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "verdict-and-evidence.png"), full_page=True)
+    assert watched.outside == [] and watched.dialogs == []

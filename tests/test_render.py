@@ -85,11 +85,34 @@ def test_unsupported_sentences_are_marked_in_place() -> None:
     assert '<span class="unsupported" title="No source supports this sentence">⚠ Invented claim.</span>' in answer_html(answer, 1)
 
 
-def test_abstention_shows_as_such_with_the_closest_abstracts() -> None:
-    answer = Answer(text="The indexed abstracts do not answer this question.", abstained=True,
-                    sources=[Hit(PLAIN, 0.2, 1, passage="Plain text.")])
+def test_abstention_says_what_happened_and_shows_the_closest_evidence_expanded() -> None:
+    reason = "The model did not find the answer in the abstracts it read."
+    answer = Answer(text=reason, abstained=True, sources=[Hit(PLAIN, 0.9, 1, passage="Plain text.")],
+                    evidence=[Citation(1, PLAIN, evidence=("Supporting sentence here.",))])
     panel = sources_html(answer)
-    assert "No answer" in panel and "Retrieved (1)" in panel and "Plain text." in panel
+    assert f"No verified answer.</strong> {reason}" in panel and "Retrieved (1)" not in panel
+    evidence = panel[panel.index('class="evidence-found"'):]
+    assert "not an answer" in evidence and '<ul><li><mark class="evidence">Supporting sentence here.</mark>' in evidence
+    assert evidence.index("<ul>") < evidence.index("<details>"), "the evidence sentences are shown, not collapsed"
+    nothing = Answer(text="No indexed abstract is close enough.", abstained=True, sources=[Hit(PLAIN, 0.2, 1)])
+    assert "evidence-found" not in sources_html(nothing) and "Retrieved (1)" in sources_html(nothing)
+
+
+def test_a_verdict_is_a_badge_naming_the_sources_it_rests_on() -> None:
+    other = Abstract(id="o", text="Other text.", title="Other", source="o.txt")
+    answer = Answer(text="Yes, plain text [1]. No, other text [2].", verdict="mixed",
+                    citations=[Citation(1, PLAIN, verdict="yes"), Citation(2, other, verdict="no")])
+    rendered = answer_html(answer, 1)
+    badge = rendered[: rendered.index("</span>") + len("</span>")]
+    assert badge.startswith('<span class="verdict verdict-mixed">Verdict: mixed (yes <a class="cite" href="#t1-source-1"')
+    assert rendered[len(badge):].startswith(" Yes,") and "no <a class=\"cite\" href=\"#t1-source-2\"" in badge
+    assert "verdict" not in answer_html(Answer(text="Plain text [1].", citations=[Citation(1, PLAIN)]), 1)
+
+
+def test_withheld_verdicts_are_listed_collapsed_under_the_answer() -> None:
+    answer = Answer(text="Plain text [1].", citations=[Citation(1, PLAIN)], withheld=["Plain is <b>good</b>."])
+    rendered = answer_html(answer, 1)
+    assert "1 verdict left out" in rendered and "<li>Plain is &lt;b&gt;good&lt;/b&gt;.</li>" in rendered
 
 
 def test_ingest_report_lists_what_was_rejected() -> None:
