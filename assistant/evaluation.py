@@ -63,8 +63,9 @@ def time_calls(call: Callable[[str], object], inputs: list[str]) -> dict[str, fl
 
 
 def load_qa(path: str | Path) -> list[dict[str, Any]]:
-    """The questions of a QA file, one JSON object per line."""
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    """The questions of a QA file, one JSON object per line (split at newlines only: a
+    string may hold other line separators, such as U+2028)."""
+    return [json.loads(line) for line in Path(path).read_text(encoding="utf-8").split("\n") if line.strip()]
 
 
 def gold_ids(assistant: Assistant, items: list[dict[str, Any]]) -> dict[str, set[str]]:
