@@ -1,6 +1,7 @@
 """Answer quality for both kinds of model, side by side, on the dev questions and on held-out ones.
 
     python benchmarks/answers.py [--data-dir DIR] [--skip-local] [--limit N]
+    python benchmarks/answers.py --pubmedqa START:END [--pubmedqa-index DIR] [--verdicts on|off|auto]
 
 1. **Local model** (the bundled 1.5B, default settings): citation precision and recall,
    ``must_contain`` facts, abstention accuracy and latency, per question type, on
@@ -12,8 +13,13 @@
 3. **Separation of the support score** (`assistant.answer.citations.support`) on the same
    labelled claims: ROC AUC of correct claims against their gold abstract versus the same
    claims against the other retrieved abstracts (wrong source) and versus altered claims.
+4. **PubMedQA-L** (``--pubmedqa``, `pubmedqa`): the local model on expert-labelled yes/no/maybe
+   questions from biomedicine, per label: answered, gold cited, the answering sentence in the
+   prompt and cited, the verdicts' confusion matrix, wrong verdicts shown, latency. Tune only
+   on the training questions 0:250; 250:500 are the check.
 
-Writes ``benchmarks/results/answers.json``. Never part of the test run.
+Writes ``benchmarks/results/answers.json`` (1-3) or ``benchmarks/results/pubmedqa.json`` (4).
+Never part of the test run.
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from pathlib import Path
 from assistant import Assistant, evaluation
 from assistant.answer import citations, context
 from assistant.answer.citations import split_claims
+import pubmedqa
 from results import row, save
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -128,12 +135,60 @@ def separation(assistant: Assistant) -> list[dict[str, str]]:
     return rows
 
 
+def pubmedqa_section(args: argparse.Namespace) -> None:
+    """Run the local model on PubMedQA-L training questions and write results/pubmedqa.json."""
+    start, end = (int(x) for x in args.pubmedqa.split(":"))
+    data_dir = args.pubmedqa_index or Path(tempfile.mkdtemp(prefix="pubmedqa-bench-"))
+    assistant = pubmedqa.index(data_dir, verdicts=args.verdicts)
+    result = pubmedqa.evaluate(assistant, pubmedqa.load(start, end))
+    rows = []
+    for label, r in result["by_label"].items():
+        rows.append(row(
+            f"pubmedqa_{label}", f"PubMedQA-L train {start}:{end}, {label} ({r['questions']}): answered, gold cited, "
+            "answering sentence in prompt / cited, wrong verdicts shown",
+            f"{r['answered']:.2f}, {r['gold_cited']:.2f}, {r['key_in_prompt']:.2f} / {r['key_cited']:.2f}, "
+            f"{r['wrong_verdicts_shown']:.2f}"))
+    every = result["by_label"]["all"]
+    labels = [q["label"] for q in result["questions"]]
+    majority = max(labels.count(label) for label in set(labels)) / len(labels)
+    rows += [
+        row("pubmedqa_verdicts", f"PubMedQA-L train {start}:{end}: verdict accuracy shown (verdicts "
+            f"{'kept' if result['verdicts'] else 'off'}) / the model's own leading yes-no word / majority class",
+            f"{every['verdict_accuracy']:.2f} / {every['model_word_accuracy']:.2f} / {majority:.2f}"),
+        row("", "PubMedQA-L: verdicts shown, label → verdict", _table(result["confusion"])),
+        row("", "PubMedQA-L: the model's own leading word, label → word", _table(result["model_confusion"])),
+        row("", "PubMedQA-L: abstentions by reason; with evidence offered",
+            f"{every['reasons']}; {every['evidence_offered_on_abstention']:.2f}"),
+        row("pubmedqa_latency", "PubMedQA-L: answer total p50 (p95)",
+            f"{every['total']['p50_ms'] / 1000:.1f} s ({every['total']['p95_ms'] / 1000:.1f} s)"),
+    ]
+    for r in rows:
+        print(f"{r['figure']}: {r['value']}")
+    save("pubmedqa", "Answers to questions written by others: PubMedQA-L (biomedicine), local model", rows,
+         note=f"local model {assistant.settings.llm_model}, verdicts setting {args.verdicts}. Questions 0:250 of the "
+              "training split were tuned on; 250:500 never were. The answering sentence is the gold abstract's "
+              "sentence closest to its own conclusion (long_answer).",
+         by_label=result["by_label"], confusion=result["confusion"], model_confusion=result["model_confusion"],
+         questions=result["questions"])
+
+
+def _table(confusion: dict[str, dict[str, int]]) -> str:
+    return "; ".join(f"{label}: " + ", ".join(f"{k} {v}" for k, v in sorted(cells.items()))
+                     for label, cells in sorted(confusion.items()))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pubmedqa", metavar="START:END", help="only PubMedQA-L training questions START..END")
+    parser.add_argument("--pubmedqa-index", type=Path, help="index of the PubMedQA-L abstracts (built if missing)")
+    parser.add_argument("--verdicts", default="auto", choices=["auto", "on", "off"], help="Settings.verdicts")
     parser.add_argument("--data-dir", type=Path, help="index of the bundled corpus (built if missing)")
     parser.add_argument("--skip-local", action="store_true", help="only the scripted capable model and the AUCs")
     parser.add_argument("--limit", type=int, help="only the first N questions / scripted rows of each file")
     args = parser.parse_args()
+    if args.pubmedqa:
+        pubmedqa_section(args)
+        return
     assistant = Assistant(data_dir=args.data_dir or tempfile.mkdtemp(prefix="answers-bench-"), auto_ingest=True)
     assistant.ensure_corpus()
     rows: list[dict[str, str]] = []
