@@ -147,7 +147,7 @@ def test_login_is_required_when_configured(tmp_path: Path) -> None:
         with pytest.raises(AuthenticationError):
             Client(url, verbose=False)
         _, chat, _ = Client(url, auth=("ann", "s3cret"), verbose=False).predict(QUESTION, api_name="/chat")
-        assert "do not answer" in reply_text(chat)  # the index is empty: an abstention, not an error
+        assert "No indexed abstract is close enough" in reply_text(chat)  # the index is empty: an abstention, not an error
     finally:
         stop(process)
 
@@ -374,13 +374,15 @@ def test_browser_a_verdict_is_a_badge_and_an_abstention_shows_its_evidence(
     pangu = "We present Pangu Ultra, a Large Language Model (LLM) with 135 billion parameters"
     verdict_question = "Is Pangu Ultra a sparse mixture-of-experts model?"
     server.script(verdict_question, "No, Pangu Ultra is a dense Transformer model with 135B parameters [@0].", [pangu])
-    declined_question = "How many GPU hours did the training of Pangu Ultra take?"
+    declined_question = QUESTION  # retrieval is confident here: the evidence is offered
     server.script(declined_question, "The sources do not say how long training took.")
     watched = Watched(browser, url)
     page = watched.page
     watched.ask(verdict_question)
     badge = page.locator('#chat [data-testid="bot"]').last.locator(".verdict-no")
     assert badge.inner_text() == "Verdict: no [1]"
+    watched = Watched(browser, url)  # a new chat: a second turn would be rewritten by the scripted model first
+    page = watched.page
     watched.ask(declined_question)
     panel = page.locator("#sources")
     assert "The model did not find the answer" in panel.locator(".abstained").inner_text()
