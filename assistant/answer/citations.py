@@ -236,7 +236,7 @@ def _combined(values: set[str]) -> str | None:
     """One verdict for several: the one they share, else mixed."""
     if not values:
         return None
-    return values.pop() if len(values) == 1 else "mixed"
+    return next(iter(values)) if len(values) == 1 else "mixed"
 
 
 @dataclass
@@ -328,7 +328,7 @@ def attribute(
         pieces.append(f"{body} [{new}]{end}{claim.trailer}")
     citations = [
         Citation(number=new, abstract=by_number[old].hit.abstract, evidence=tuple(evidence[old]), support=scores[old],
-                 verdict=_combined(set(verdicts_of[old])))
+                 verdict=_combined(verdicts_of[old]))
         for old, new in sorted(order.items(), key=lambda item: item[1])
     ]
     text = re.sub(r"\s+([,;:])", r"\1", re.sub(r"\s+", " ", " ".join(p.strip() for p in pieces if p.strip()))).strip()

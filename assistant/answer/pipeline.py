@@ -38,6 +38,7 @@ import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from assistant import prompts
@@ -139,12 +140,12 @@ def stream_answer(
     raw = "".join(pieces).strip()
     timings["total"] = time.perf_counter() - started
     shown = [s.hit for s in sources]
-    evidence = context.closest_evidence(query, question_vector, sources, settings.min_relevance)
+    evidence = partial(context.closest_evidence, query, question_vector, sources, settings.min_relevance)  # on abstention only
     fields = {"timings": timings, "usage": usage, "raw_text": raw, "excerpts": [s.excerpt for s in sources]}
     marked = bool(_NOT_IN_SOURCES.search(raw))
     answer_text = _NOT_IN_SOURCES.sub("", raw).strip()  # the model may add it after an answer
     if not answer_text:
-        yield _abstention(query, shown, "model_declined", generator.model_name, evidence=evidence, **fields)
+        yield _abstention(query, shown, "model_declined", generator.model_name, evidence=evidence(), **fields)
         return
     bare = citations.bare_citations(answer_text) or citations.echoed_citations(answer_text, query)
     if bare:
@@ -158,12 +159,12 @@ def stream_answer(
     if checked.supported_claims == 0:
         reason = "model_declined" if checked.declined or marked else "verdict_only" if checked.withheld else "unsupported"
         yield _abstention(query, shown, reason, generator.model_name, declined=checked.declined,
-                          withheld=checked.withheld, evidence=evidence, **fields)
+                          withheld=checked.withheld, evidence=evidence(), **fields)
         return
     cited = " ".join(f"{c.abstract.title} {c.abstract.text}" for c in checked.citations)
     if subject and not any(term in (cited.lower() if term.islower() else cited) for term in subject):
         yield _abstention(query, shown, "subject_not_cited", generator.model_name, subject=_as_written(subject, query),
-                          evidence=evidence, **fields)
+                          evidence=evidence(), **fields)
         return
     yield Answer(
         text=checked.text,
