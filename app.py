@@ -4,7 +4,7 @@ Two tabs. **Chat**: streamed answers and follow-up questions; beside them the so
 which shows the retrieved abstracts as soon as search returns and, once the answer is
 verified, its cited abstracts with the supporting sentences highlighted. Every answer keeps
 its own sources (collapsed under it, where its [n] markers point) and offers "Copy as
-Markdown" and "Download .bib". **Search**: the index searched without the model, with the
+Markdown", "Download .bib" and "Download .ris". **Search**: the index searched without the model, with the
 same filters (file, year range); "Ask about these" hands the query to the chat. Settings,
 example questions, and uploads of more papers.
 
@@ -23,7 +23,7 @@ from typing import Any
 import gradio as gr
 
 from assistant import Answer, Assistant, Chat, GenerationError, Hit, QuestionError, Retrieved, default_assistant, render
-from assistant.corpus import LOADERS
+from assistant.corpus import SUFFIXES
 from assistant.index.embedders import EmbeddingError
 from assistant.index.store import StoreError
 
@@ -127,8 +127,8 @@ def build(assistant: Assistant) -> gr.Blocks:
                             new_chat = gr.Button("New chat")
                         with gr.Accordion("Add papers", open=False):
                             upload = gr.File(
-                                label="Upload abstracts (" + ", ".join(sorted(LOADERS)) + ")",
-                                file_types=sorted(LOADERS),
+                                label="Upload abstracts (" + ", ".join(SUFFIXES) + ")",
+                                file_types=list(SUFFIXES),
                                 file_count="multiple",
                                 elem_id="upload",
                             )

@@ -116,7 +116,7 @@ class Assistant:
         self,
         paths: Iterable[str | Path] | str | Path,
         progress: bool = False,
-        on_batch: Callable[[int, int], None] | None = None,
+        on_batch: Callable[[int, int | None], None] | None = None,
     ) -> IngestReport:
         """Index the abstracts in these files/folders; already indexed ones are skipped."""
         if isinstance(paths, str | Path):

@@ -91,6 +91,9 @@ def _print_answer(stream) -> Answer:
     return answer
 
 
+REFERENCE_FORMATS = {"bibtex": Answer.to_bibtex, "ris": Answer.to_ris, "csljson": Answer.to_csl_json}
+
+
 def _ask(assistant: Assistant, args: argparse.Namespace) -> int:
     if args.format == "text":
         _print_answer(assistant.ask_stream(args.question))
@@ -98,8 +101,8 @@ def _ask(assistant: Assistant, args: argparse.Namespace) -> int:
     answer = assistant.ask(args.question)
     if args.format == "markdown":
         print(answer.to_markdown(), end="")
-    elif args.format == "bibtex":
-        print(answer.to_bibtex(), end="")
+    elif args.format in REFERENCE_FORMATS:
+        print(REFERENCE_FORMATS[args.format](answer), end="")
         if not answer.citations:
             print(f"no references: {answer.text}", file=sys.stderr)
     else:
@@ -198,7 +201,9 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     ingest = commands.add_parser("ingest", help="index abstracts from files or folders")
-    ingest.add_argument("paths", nargs="+", help=".txt (Daily Papers), .jsonl/.json, .csv, .bib")
+    ingest.add_argument(
+        "paths", nargs="+", help="files or folders: Daily Papers .txt, .jsonl/.json (records, CSL JSON, OpenAlex), "
+        ".csv/.tsv, .bib, .ris, PubMed .nbib/.txt (MEDLINE) and .xml")
     ingest.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     ingest.set_defaults(run=_ingest)
 
@@ -223,10 +228,11 @@ def build_parser() -> argparse.ArgumentParser:
     ask.add_argument("question")
     ask.add_argument(
         "--format",
-        choices=("text", "markdown", "json", "bibtex"),
+        choices=("text", "markdown", "json", *REFERENCE_FORMATS),
         default="text",
         help="text: streamed, with references (default); markdown: the answer and a linked reference list; "
-        "json: the whole Answer; bibtex: one entry per cited abstract",
+        "json: the whole Answer; bibtex, ris, csljson: the cited abstracts as references (one entry each) "
+        "for a reference manager",
     )
     ask.set_defaults(run=_ask)
 

@@ -1,11 +1,14 @@
-"""References to take away: BibTeX entries and Markdown reference lines for cited abstracts.
+"""References to take away: BibTeX, RIS and CSL JSON records, and Markdown reference lines,
+for cited abstracts.
 
 A record that came from a ``.bib`` file keeps its own entry (stored at ingest under
 ``Abstract.extra["bibtex"]``). Any other record gets an entry built from its title, authors,
 year, link, DOI and arXiv id: ``@article`` when it names a journal, else ``@misc``. The key
 is the abstract's id, so it is stable, and an exported file ingested again is recognised as
 the abstracts it came from (ingest de-duplicates by id). Values are escaped with `escape`,
-which `unescape` (used by the ``.bib`` loader) inverts exactly.
+which `unescape` (used by the ``.bib`` loader) inverts exactly. RIS (written by ``rispy``)
+and CSL JSON carry the same fields and the abstract's id (RIS ``ID``, CSL ``id``), so they
+round-trip the same way.
 
 A leaf module: it describes what it reads of an abstract (`Paper`) instead of importing
 the record types, so `assistant.types` can use it.
@@ -13,9 +16,14 @@ the record types, so `assistant.types` can use it.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from typing import Any, Protocol
+
+import rispy
+
+from assistant import identifiers
 
 BIBTEX_FIELD = "bibtex"  # Abstract.extra key holding a .bib record's own entry
 
@@ -24,8 +32,6 @@ _COMMAND_CHAR = {command: char for char, command in _LATEX_CHARS.items()}
 _SPECIAL = re.compile(r"[&%$#_{}\\~^]")
 _TOKEN = re.compile(r"\\(textbackslash|textasciitilde|textasciicircum)(?:\{\})?|\\([&%$#_{}])|[{}]")
 _KEY_UNSAFE = re.compile(r"[^A-Za-z0-9_:.\-/+]")
-_ARXIV_URL = re.compile(r"arxiv\.org/(?:abs|pdf)/(.+?)(?:v\d+)?(?:\.pdf)?$")
-ARXIV_ID = re.compile(r"^(\d{4}\.\d{4,5}|[a-z\-]+(\.[A-Z]{2})?/\d{7})(v\d+)?$")  # new and old style
 _MARKDOWN_LINK_TEXT = re.compile(r"([\[\]\\])")
 
 
@@ -39,6 +45,9 @@ class Paper(Protocol):
     url: str | None
     authors: tuple[str, ...]
     year: int | None
+    doi: str | None
+    pmid: str | None
+    arxiv_id: str | None
     extra: Mapping[str, Any]
 
 
@@ -76,10 +85,17 @@ def web_url(paper: Paper) -> str | None:
 
 
 def _arxiv_id(paper: Paper) -> str | None:
-    if ARXIV_ID.match(paper.id):
-        return paper.id
-    match = _ARXIV_URL.search(web_url(paper) or "")
-    return match.group(1) if match else None
+    return paper.arxiv_id or identifiers.arxiv_id(paper.id) or identifiers.arxiv_id(web_url(paper) or "")
+
+
+def _doi(paper: Paper) -> str | None:
+    url = web_url(paper) or ""
+    return paper.doi or (identifiers.doi(url) if "doi.org/" in url else None)
+
+
+def _journal(paper: Paper) -> str | None:
+    journal = paper.extra.get("journal") or paper.extra.get("venue")
+    return str(journal) if journal else None
 
 
 def bibtex_entry(paper: Paper) -> str:
@@ -87,7 +103,7 @@ def bibtex_entry(paper: Paper) -> str:
     own = paper.extra.get(BIBTEX_FIELD)
     if isinstance(own, str) and own.strip():
         return own.strip()
-    journal = paper.extra.get("journal") or paper.extra.get("venue")
+    journal = _journal(paper)
     fields: list[tuple[str, str]] = [("title", f"{{{escape(paper.title)}}}")]
     if paper.authors:
         fields.append(("author", escape(" and ".join(paper.authors))))
@@ -98,10 +114,13 @@ def bibtex_entry(paper: Paper) -> str:
     arxiv = _arxiv_id(paper)
     if arxiv:
         fields += [("eprint", arxiv), ("archiveprefix", "arXiv")]
+    doi = _doi(paper)
+    if doi:
+        fields.append(("doi", escape(doi)))
+    if paper.pmid:
+        fields.append(("pmid", paper.pmid))
     url = web_url(paper)
     if url:
-        if url.startswith("https://doi.org/"):
-            fields.append(("doi", escape(url.removeprefix("https://doi.org/"))))
         fields.append(("url", escape(url)))
     fields.append(("abstract", escape(paper.text)))
     body = ",\n".join(f"  {name} = {{{value}}}" for name, value in fields)
@@ -111,6 +130,77 @@ def bibtex_entry(paper: Paper) -> str:
 def bibtex(papers: list[Paper]) -> str:
     """A ``.bib`` file's text for these abstracts (empty when there are none)."""
     return "".join(bibtex_entry(p) + "\n\n" for p in papers).rstrip("\n") + "\n" if papers else ""
+
+
+def ris_record(paper: Paper) -> dict[str, Any]:
+    """One RIS record (as ``rispy`` field names): ``JOUR`` when it names a journal, else
+    ``GEN``; the PubMed id goes in ``AN`` (accession number), as PubMed-derived RIS has it."""
+    journal = _journal(paper)
+    record: dict[str, Any] = {"type_of_reference": "JOUR" if journal else "GEN", "id": paper.id,
+                              "title": paper.title}
+    if paper.authors:
+        record["authors"] = list(paper.authors)
+    if paper.year:
+        record["year"] = str(paper.year)
+    if journal:
+        record["journal_name"] = journal
+    if doi := _doi(paper):
+        record["doi"] = doi
+    if paper.pmid:
+        record["accession_number"] = paper.pmid
+    arxiv = _arxiv_id(paper)
+    urls = [u for u in (web_url(paper), f"https://arxiv.org/abs/{arxiv}" if arxiv else None) if u]
+    if urls:
+        record["urls"] = list(dict.fromkeys(urls))
+    record["abstract"] = paper.text
+    return record
+
+
+class _RisWriter(rispy.RisWriter):
+    """rispy's writer without the "1." line it puts before each record, which is not RIS."""
+
+    def set_header(self, count: int) -> str:
+        return ""
+
+
+def ris(papers: list[Paper]) -> str:
+    """A ``.ris`` file's text for these abstracts (empty when there are none)."""
+    return rispy.dumps([ris_record(p) for p in papers], implementation=_RisWriter) if papers else ""
+
+
+def _csl_name(author: str) -> dict[str, str]:
+    """A CSL name: "Family, Given" split at its comma, any other form kept whole (``literal``):
+    guessing which word of "Ludwig van Beethoven" is the family name would get some wrong."""
+    family, comma, given = author.partition(",")
+    return {"family": family.strip(), "given": given.strip()} if comma and given.strip() else {"literal": author}
+
+
+def csl_item(paper: Paper) -> dict[str, Any]:
+    """One CSL JSON item: ``article-journal`` when it names a journal, else ``article`` (CSL's
+    type for preprints), with the arXiv id as Zotero writes it (``number``: ``arXiv:…``)."""
+    journal = _journal(paper)
+    item: dict[str, Any] = {"id": paper.id, "type": "article-journal" if journal else "article", "title": paper.title}
+    if paper.authors:
+        item["author"] = [_csl_name(a) for a in paper.authors]
+    if paper.year:
+        item["issued"] = {"date-parts": [[paper.year]]}
+    if journal:
+        item["container-title"] = journal
+    if doi := _doi(paper):
+        item["DOI"] = doi
+    if paper.pmid:
+        item["PMID"] = paper.pmid
+    if arxiv := _arxiv_id(paper):
+        item["number"] = f"arXiv:{arxiv}"
+    if url := web_url(paper):
+        item["URL"] = url
+    item["abstract"] = paper.text
+    return item
+
+
+def csl_json(papers: list[Paper]) -> str:
+    """A CSL JSON file's text (an array of items) for these abstracts."""
+    return json.dumps([csl_item(p) for p in papers], ensure_ascii=False, indent=2) + "\n"
 
 
 def markdown_reference(number: int, paper: Paper) -> str:

@@ -6,7 +6,7 @@ Everything that comes from an abstract, an uploaded file or the model is HTML-es
 here, before any markup of ours is added, so a `<script>` in an abstract is shown as
 text and never runs. Links are kept only for http(s) URLs. ``SCRIPT`` is the app's one
 piece of JavaScript, ours: a citation marker opens and shows its source, and an answer's
-"Copy as Markdown" and "Download .bib" buttons hand over the text of its hidden ``pre.export``
+"Copy as Markdown", "Download .bib" and "Download .ris" buttons hand over the text of its hidden ``pre.export``
 elements (the chat's sanitizer drops data attributes, and keeps text).
 """
 
@@ -72,12 +72,15 @@ document.addEventListener("click", (event) => {
       area.remove();
       done();
     }
-  } else if (button.classList.contains("download-bibtex")) {
-    const bibtex = footer.querySelector("pre.export-bibtex").textContent;
-    const url = URL.createObjectURL(new Blob([bibtex], { type: "application/x-bibtex" }));
+  } else {
+    const kind = ["bibtex", "ris"].find(name => button.classList.contains("download-" + name));
+    if (!kind) return;
+    const [suffix, type] = {bibtex: ["bib", "application/x-bibtex"], ris: ["ris", "application/x-research-info-systems"]}[kind];
+    const text = footer.querySelector("pre.export-" + kind).textContent;
+    const url = URL.createObjectURL(new Blob([text], { type: type }));
     const anchor = document.createElement("a");
     anchor.href = url;
-    anchor.download = footer.id.replace(/^t(\\d+)-footer$/, "answer-$1.bib");
+    anchor.download = footer.id.replace(/^t(\\d+)-footer$/, "answer-$1." + suffix);
     document.body.appendChild(anchor);
     anchor.click();
     anchor.remove();
@@ -131,7 +134,7 @@ def answer_html(answer: Answer, turn: int) -> str:
     """The verified answer as turn ``turn`` of the chat: escaped, each sentence no source
     supports marked with ⚠, and each [n] linked to this answer's own source n, listed
     (collapsed) under it with buttons to copy the answer as Markdown and download its
-    references as BibTeX. Earlier answers thus keep their sources when new ones come."""
+    references as BibTeX or RIS. Earlier answers thus keep their sources when new ones come."""
     text = html.escape(answer.text)
     verdict = answer.verdict_line()
     if verdict:
@@ -164,8 +167,10 @@ def answer_html(answer: Answer, turn: int) -> str:
             f'\n\n<div class="turn-footer" id="t{turn}-footer">'
             f'<details class="turn-sources"><summary>Sources ({len(answer.citations)})</summary>{listed}</details>'
             '<button class="copy-markdown">Copy as Markdown</button><button class="download-bibtex">Download .bib</button>'
+            '<button class="download-ris">Download .ris</button>'
             f'<pre class="export export-markdown">{_one_line(answer.to_markdown())}</pre>'
             f'<pre class="export export-bibtex">{_one_line(answer.to_bibtex())}</pre>'
+            f'<pre class="export export-ris">{_one_line(answer.to_ris())}</pre>'
             "</div>"
         )
     return text

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from assistant import references
+from assistant import identifiers, references
 
 
 @dataclass(frozen=True)
@@ -15,7 +15,9 @@ class Abstract:
     ``id`` is the record's own id when it has one (BEIR ``_id``, arXiv id, BibTeX key),
     else a hash of its text, so it is stable across runs. ``title`` is the paper's title
     or, for untitled abstracts, a readable title derived from the text (``titled`` tells
-    which). ``source`` names the file it was loaded from.
+    which). ``source`` names the file it was loaded from. ``doi`` (lower case, no resolver
+    prefix), ``pmid`` and ``arxiv_id`` (no version) are normalised by `assistant.identifiers`;
+    the journal or venue, when known, is ``extra["journal"]``.
     """
 
     id: str
@@ -26,7 +28,16 @@ class Abstract:
     authors: tuple[str, ...] = ()
     year: int | None = None
     titled: bool = True
+    doi: str | None = None
+    pmid: str | None = None
+    arxiv_id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+    @property
+    def identity(self) -> tuple[str, ...]:
+        """Its identity keys (``doi:…``, ``pmid:…``, ``arxiv:…``): records that share one
+        are the same paper, whichever tool exported them."""
+        return identifiers.keys(self.doi, self.pmid, self.arxiv_id)
 
 
 @dataclass(frozen=True)
@@ -80,10 +91,12 @@ class Retrieved:
 
 @dataclass
 class IngestReport:
-    """What one ingest did: abstracts added, duplicates skipped, records rejected."""
+    """What one ingest did: abstracts added, duplicates skipped (``by_identifier`` of them
+    because another record has the same DOI, PMID or arXiv id), records rejected."""
 
     added: int = 0
     duplicates: int = 0
+    by_identifier: int = 0
     rejected: list[Rejected] = field(default_factory=list)
     chunks: int = 0
     seconds: float = 0.0
@@ -92,7 +105,9 @@ class IngestReport:
         """A human-readable one-paragraph summary."""
         lines = [
             f"added {self.added} abstracts ({self.chunks} chunks) in {self.seconds:.1f} s, "
-            f"skipped {self.duplicates} duplicates, rejected {len(self.rejected)} records"
+            f"skipped {self.duplicates} duplicates"
+            + (f" ({self.by_identifier} by DOI, PMID or arXiv id)" if self.by_identifier else "")
+            + f", rejected {len(self.rejected)} records"
         ]
         lines += [f"  rejected {r}" for r in self.rejected]
         return "\n".join(lines)
@@ -191,6 +206,14 @@ class Answer:
     def to_bibtex(self) -> str:
         """One BibTeX entry per cited abstract, in citation order (empty when none)."""
         return references.bibtex([c.abstract for c in self.citations])
+
+    def to_ris(self) -> str:
+        """One RIS record per cited abstract, in citation order (Zotero, EndNote, Mendeley)."""
+        return references.ris([c.abstract for c in self.citations])
+
+    def to_csl_json(self) -> str:
+        """The cited abstracts as a CSL JSON array, in citation order (Zotero, Pandoc)."""
+        return references.csl_json([c.abstract for c in self.citations])
 
     def __str__(self) -> str:
         return "\n".join([self.text, "", *self.references()]) if self.citations else self.text

@@ -97,7 +97,7 @@ def test_jsonl_generic_record_and_malformed_lines(tmp_path: Path) -> None:
     first = abstracts[0]
     assert (first.title, first.authors, first.year, first.url) == (
         "Fusion Retrieval", ("Ann Lee", "Bo Chen"), 2021, "https://doi.org/10.1000/xyz")
-    assert first.extra == {"venue": "SIGIR"}
+    assert first.extra == {"journal": "SIGIR"} and first.doi == "10.1000/xyz"  # a venue is kept as the journal
     assert abstracts[1].url == "https://example.org/p3" and abstracts[1].year == 2019
     assert [(r.line, r.reason.split(" ")[0]) for r in rejected] == [(2, "invalid"), (3, "no"), (5, "expected")]
 
@@ -212,3 +212,129 @@ def test_records_longer_than_the_limit_are_rejected_with_their_line_in_every_for
     assert all("longer than 100 tokens" in r.reason and r.line for r in rejected), rejected
     cut = [i for i in corpus.load([tmp_path / "rows.csv"], corpus.RecordLimits(100, truncate=True))]
     assert [len(a.text.split()) for a in cut] == [len(ok.split()), 100]
+
+
+# Reference-manager and database exports (fixtures in tests/data/formats; see its README).
+FORMATS = Path(__file__).parent / "data" / "formats"
+FASTING_DOI, FASTING_PMID = "10.5555/exmp.2024.001", "99000001"
+
+
+def test_ris_records_map_every_field_and_broken_ones_are_rejected_with_their_line() -> None:
+    abstracts, rejected = _split(corpus.load([FORMATS / "library.ris"]))
+    fasting, gait = abstracts
+    assert fasting.title.startswith("Intermittent fasting and insulin sensitivity")
+    assert (fasting.authors, fasting.year, fasting.doi, fasting.extra["journal"]) == (
+        ("Okafor, Ngozi", "Lindqvist, Erik"), 2024, FASTING_DOI, "Journal of Example Metabolism")
+    assert fasting.text.startswith("Background: Whether time-restricted eating") and fasting.text.endswith("both arms.")
+    # the other tags exporters use: T1, A1, Y1 "2023///", T2 for the journal, N2 for the abstract, AN for the PMID
+    assert (gait.authors, gait.year, gait.pmid, gait.extra["journal"]) == (
+        ("Moreau, Claire", "Tanaka, Hiroshi"), 2023, "99000004", "Example Movement Disorders Journal")
+    assert gait.text.startswith("Gait changes precede") and gait.url == "https://pubmed.ncbi.nlm.nih.gov/99000004/"
+    assert [(r.line, r.reason) for r in rejected] == [
+        (29, "the record 'Editorial: the year in example metabolism' has no abstract (tag AB or N2)"),
+        (36, "the record has no end tag 'ER  -' (a truncated export?)"),
+    ]
+
+
+def test_ris_text_between_records_is_rejected_and_the_records_around_it_kept(tmp_path: Path) -> None:
+    record = f"TY  - JOUR\nTI  - Fusion\nAB  - {TEXT}\nER  - \n"
+    path = tmp_path / "export.ris"
+    path.write_text("1.\n" + record + "\nsome pasted note\nmore of it\n" + record.replace("Fusion", "Again") +
+                    "TY  - JOUR\nTI  - Unclosed\nTY  - GEN\nAB  - " + TEXT + "\nER  - \n")
+    abstracts, rejected = _split(corpus.load([path]))
+    assert [a.title for a in abstracts[:2]] == ["Fusion", "Again"] and not abstracts[2].titled  # "1." is no text
+    assert [(r.line, r.reason.split(" (")[0]) for r in rejected] == [
+        (7, "text outside a record"), (13, "the record has no end tag 'ER  -' before the next 'TY  -'")]
+
+
+def test_medline_records_and_a_corrupt_one() -> None:
+    abstracts, rejected = _split(corpus.load([FORMATS / "pubmed.nbib"]))
+    fasting, sodium = abstracts
+    assert (fasting.id, fasting.pmid, fasting.doi, fasting.year) == (f"pmid:{FASTING_PMID}", FASTING_PMID, FASTING_DOI, 2024)
+    assert fasting.title == "Intermittent fasting and insulin sensitivity in adults with prediabetes: a randomised trial."
+    assert fasting.authors == ("Okafor, Ngozi", "Lindqvist, Erik")  # FAU, the full names
+    assert fasting.extra["journal"] == "Journal of Example Metabolism"
+    assert fasting.text.startswith("BACKGROUND: Whether time-restricted eating improves insulin sensitivity beyond weight")
+    assert (sodium.doi, sodium.year) == ("10.5555/exhyp.2022.017", 2022)
+    [broken] = rejected
+    assert broken.line == 44 and broken.reason.startswith("not a MEDLINE line")
+
+
+def test_a_txt_file_is_medline_when_it_opens_with_a_pmid_tag(tmp_path: Path) -> None:
+    medline = tmp_path / "pubmed-export.txt"
+    medline.write_text((FORMATS / "pubmed.nbib").read_text())
+    assert corpus.format_of(medline).__name__ == "assistant.corpus.medline"
+    assert corpus.format_of(BUNDLED_CORPUS / "000_f4a0e3667c329c35.txt").__name__ == "assistant.corpus.daily_papers"
+    assert len(_split(corpus.load([medline]))[0]) == 2
+
+
+def test_pubmed_xml_keeps_structured_sections_in_order_and_reports_articles_without_abstracts() -> None:
+    abstracts, rejected = _split(corpus.load([FORMATS / "pubmed.xml"]))
+    fasting, light = abstracts
+    assert fasting.text == (
+        "BACKGROUND: Whether time-restricted eating improves insulin sensitivity beyond weight loss is unclear. "
+        "METHODS: We randomised 120 adults with prediabetes to 16:8 intermittent fasting or usual care for 12 weeks. "
+        "RESULTS: HOMA-IR fell by 0.9 units with fasting and by 0.2 with usual care (p = 0.01), with similar "
+        "weight loss in both arms.")
+    assert (fasting.id, fasting.doi, fasting.year, fasting.authors) == (
+        f"pmid:{FASTING_PMID}", FASTING_DOI, 2024, ("Okafor, Ngozi", "Lindqvist, Erik"))
+    assert light.year == 2023 and light.authors == ("Silva, Beatriz", "Example Sleep Consortium")  # MedlineDate
+    assert [str(r) for r in rejected] == [
+        f"{FORMATS / 'pubmed.xml'}: article 3 (PMID 99000006): no abstract (no AbstractText element)"]
+
+
+def test_pubmed_xml_cut_off_keeps_the_articles_before_the_break() -> None:
+    abstracts, rejected = _split(corpus.load([FORMATS / "pubmed-truncated.xml"]))
+    assert [a.id for a in abstracts] == ["pmid:99000007"]
+    [broken] = rejected
+    assert broken.line == 18 and broken.reason.startswith("malformed XML after article 1")
+
+
+def test_xml_that_is_not_pubmed_or_declares_entities_is_refused(tmp_path: Path) -> None:
+    other = tmp_path / "feed.xml"
+    other.write_text("<rss><channel><item>x</item></channel></rss>")
+    bomb = tmp_path / "bomb.xml"
+    bomb.write_text('<?xml version="1.0"?><!DOCTYPE PubmedArticleSet [<!ENTITY a "aaaaaaaaaa">'
+                    '<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]><PubmedArticleSet>&b;</PubmedArticleSet>')
+    (not_pubmed,), (refused,) = _split(corpus.load([other]))[1], _split(corpus.load([bomb]))[1]
+    assert "not a PubMed XML file: its root element is <rss>" in not_pubmed.reason
+    assert refused.reason.startswith("refused: the XML declares entities")
+
+
+def test_pubmed_xml_is_read_as_a_stream(tmp_path: Path) -> None:
+    """Articles come out while the file is still being parsed: the loader yields the first
+    before it reaches a break at the very end (benchmarks/ingest_memory.py measures memory)."""
+    path = tmp_path / "large.xml"
+    article = (FORMATS / "pubmed-truncated.xml").read_text().split("<PubmedArticle>")[1]
+    path.write_text("<PubmedArticleSet>" + "".join(
+        "<PubmedArticle>" + article.replace("99000007", str(99100000 + n)) for n in range(2000)) + "<broken")
+    loaded = corpus.load([path])
+    assert next(loaded).id == "pmid:99100000"
+    rest = list(loaded)
+    assert len(rest) == 2000 and isinstance(rest[-1], Rejected) and "after article 2000" in rest[-1].reason
+
+
+def test_csl_json_items_are_told_from_other_json_by_their_fields() -> None:
+    abstracts, rejected = _split(corpus.load([FORMATS / "zotero-csl.json"]))
+    gait, moe = abstracts
+    assert (gait.authors, gait.year, gait.pmid, gait.extra) == (
+        ("Moreau, Claire", "Tanaka, Hiroshi"), 2023, "99000004", {"journal": "Example Movement Disorders Journal"})
+    assert moe.arxiv_id == "2405.01234" and moe.authors == ("Ivanova, Mira", "Example Lab") and moe.year == 2024
+    assert [r.reason for r in rejected] == ["record 3: the item has no abstract (CSL field abstract)"]
+
+
+def test_openalex_abstracts_are_rebuilt_from_the_inverted_index(tmp_path: Path) -> None:
+    abstracts, rejected = _split(corpus.load([FORMATS / "openalex-page.json"]))
+    [sodium] = abstracts
+    assert sodium.text == ("In a crossover trial of 84 adults aged 65 and over, a low-sodium diet lowered systolic "
+                           "blood pressure by 7.2 mmHg compared with a usual diet over four weeks.")
+    assert (sodium.id, sodium.doi, sodium.pmid, sodium.year, sodium.authors, sodium.extra["journal"]) == (
+        "W9900000001", "10.5555/exhyp.2022.017", "99000002", 2022, ("Tunde Achebe",), "Example Journal of Hypertension")
+    assert [r.reason for r in rejected] == [
+        "record 2: OpenAlex has no abstract for this work (abstract_inverted_index is empty)"]
+    work = json.loads((FORMATS / "openalex-page.json").read_text())["results"][0]
+    (tmp_path / "work.json").write_text(json.dumps(work))  # one work, as /works/W… returns it
+    (tmp_path / "snapshot.jsonl").write_text(json.dumps(work) + "\n{cut off\n")
+    assert [a.id for a in _split(corpus.load([tmp_path / "work.json"]))[0]] == ["W9900000001"]
+    single, broken = _split(corpus.load([tmp_path / "snapshot.jsonl"]))
+    assert [a.text for a in single] == [sodium.text] and broken[0].line == 2

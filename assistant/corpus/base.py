@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import codecs
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -11,6 +12,7 @@ from typing import Protocol
 from assistant.types import Abstract, Rejected
 
 LoadResult = Iterator[Abstract | Rejected]
+_BLANK_LINES = re.compile(r"\n[ \t]*\n")
 
 
 @dataclass(frozen=True)
@@ -60,3 +62,30 @@ def read_text(path: Path) -> str:
     if any(ord(char) > 127 and char != "\ufffd" for char in utf8):
         return utf8
     return data.decode("cp1252", errors="replace")
+
+
+def read_head(path: Path, size: int = 8192) -> str:
+    """The first ``size`` bytes of a file as text, enough to tell formats that share a suffix
+    apart (a MEDLINE ``.txt`` opens with ``PMID-``)."""
+    with path.open("rb") as file:
+        data = file.read(size)
+    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return data.decode("utf-16", errors="replace")
+    return data.decode("utf-8-sig", errors="replace")
+
+
+def paragraphs(text: str) -> list[tuple[int, str]]:
+    """Split text into (starting line number, paragraph) pairs, blank lines between."""
+    text = text.replace("\r\n", "\n").replace("\r", "\n")
+    result, line, position = [], 1, 0
+    for match in [*_BLANK_LINES.finditer(text), None]:
+        end = match.start() if match else len(text)
+        chunk = text[position:end]
+        stripped = chunk.strip("\n")
+        if stripped.strip():
+            leading = len(chunk) - len(chunk.lstrip("\n"))
+            result.append((line + text.count("\n", position, position + leading), stripped))
+        if match:
+            line += text.count("\n", position, match.end())
+            position = match.end()
+    return result

@@ -7,33 +7,14 @@ ids are content hashes and titles are derived from the text.
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
-from assistant.corpus.base import NO_LIMITS, LoadResult, RecordLimits, read_text
+from assistant.corpus.base import NO_LIMITS, LoadResult, RecordLimits, paragraphs, read_text
 from assistant.corpus.records import to_abstract
 from assistant.types import Rejected
 
 suffixes = (".txt", ".md")
-_BLANK_LINES = re.compile(r"\n[ \t]*\n")
 HEADER_MAX_CHARS = 80
-
-
-def paragraphs(text: str) -> list[tuple[int, str]]:
-    """Split text into (starting line number, paragraph) pairs, blank lines between."""
-    text = text.replace("\r\n", "\n").replace("\r", "\n")
-    result, line, position = [], 1, 0
-    for match in [*_BLANK_LINES.finditer(text), None]:
-        end = match.start() if match else len(text)
-        chunk = text[position:end]
-        stripped = chunk.strip("\n")
-        if stripped.strip():
-            leading = len(chunk) - len(chunk.lstrip("\n"))
-            result.append((line + text.count("\n", position, position + leading), stripped))
-        if match:
-            line += text.count("\n", position, match.end())
-            position = match.end()
-    return result
 
 
 def load(path: Path, limits: RecordLimits = NO_LIMITS) -> LoadResult:

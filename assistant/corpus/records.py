@@ -1,8 +1,10 @@
 """Map a record with common field names (JSON, CSV, BibTeX) onto an `Abstract`.
 
 Recognised without options: generic records (title, abstract|text|summary, id, authors,
-year|date, url|doi), the arXiv metadata snapshot (id, authors, versions, update_date,
-categories) and BEIR ``corpus.jsonl`` (``_id``, ``title``, ``text``, ``metadata``).
+year|date, url, doi, pmid, arxiv_id, journal|venue), the arXiv metadata snapshot (id, authors,
+versions, update_date, categories) and BEIR ``corpus.jsonl`` (``_id``, ``title``, ``text``,
+``metadata``). The format modules that read other field names (RIS, MEDLINE, CSL JSON, ...)
+map their records onto these names first.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 from assistant.corpus.display import content_id, derive_title, find_link, normalize_text
 from assistant.corpus.base import NO_LIMITS, RecordLimits
-from assistant.references import ARXIV_ID
+from assistant import identifiers
 from assistant.tokens import over_limit, trim_to_tokens
 from assistant.types import Abstract, Rejected
 
@@ -23,12 +25,15 @@ ID_FIELDS = ("_id", "id", "paper_id", "arxiv_id", "doc_id", "key")
 DATE_FIELDS = ("year", "date", "published", "publication_date", "update_date", "created")
 URL_FIELDS = ("url", "link", "pdf_url", "html_url")
 AUTHOR_FIELDS = ("authors", "author")
+ARXIV_FIELDS = ("arxiv_id", "arxiv", "eprint")
+VENUE_FIELDS = ("journal", "venue")
 MIN_ABSTRACT_CHARS = 40
 
 _YEAR = re.compile(r"\b(1[89]\d\d|20\d\d)\b")
-_KNOWN = set(TEXT_FIELDS + ID_FIELDS + DATE_FIELDS + URL_FIELDS + AUTHOR_FIELDS) | {
+_KNOWN = set(TEXT_FIELDS + ID_FIELDS + DATE_FIELDS + URL_FIELDS + AUTHOR_FIELDS + ARXIV_FIELDS + VENUE_FIELDS) | {
     "title",
     "doi",
+    "pmid",
     "versions",
     "authors_parsed",
     "metadata",
@@ -69,16 +74,33 @@ def _year(record: Mapping[str, Any]) -> int | None:
     return None
 
 
-def _url(record: Mapping[str, Any], record_id: str | None, text: str) -> str | None:
+def _url(record: Mapping[str, Any], ids: tuple[str | None, str | None, str | None], text: str) -> str | None:
     url = _first(record, URL_FIELDS)
     if url:
         return str(url)
-    doi = record.get("doi")
+    doi, pmid, arxiv = ids
     if doi:
-        return f"https://doi.org/{str(doi).removeprefix('https://doi.org/')}"
-    if record_id and ARXIV_ID.match(record_id):
-        return f"https://arxiv.org/abs/{record_id}"
+        return f"https://doi.org/{doi}"
+    if arxiv:
+        return f"https://arxiv.org/abs/{arxiv}"
+    if pmid:
+        return f"https://pubmed.ncbi.nlm.nih.gov/{pmid}/"
     return find_link(text)
+
+
+def _identifiers(record: Mapping[str, Any], record_id: str | None) -> tuple[str | None, str | None, str | None]:
+    """(DOI, PMID, arXiv id), each normalised, from their own fields or else from the link
+    (a doi.org or arxiv.org URL) or, for the arXiv id, the record's id (the arXiv snapshot)."""
+    url = _first(record, URL_FIELDS)
+    link = str(url) if url else None
+    doi = identifiers.doi(record.get("doi")) or (identifiers.doi(link) if link and "doi.org/" in link else None)
+    arxiv = (
+        identifiers.arxiv_id(_first(record, ARXIV_FIELDS))
+        or (identifiers.arxiv_id(record_id) if record_id and identifiers.ARXIV_ID.match(record_id) else None)
+        or identifiers.arxiv_id(link)
+        or identifiers.arxiv_id(doi)
+    )
+    return doi, identifiers.pmid(record.get("pmid")), arxiv
 
 
 def _extra(record: Mapping[str, Any]) -> dict[str, Any]:
@@ -125,14 +147,22 @@ def to_abstract(
     own_id = _first(lowered, ID_FIELDS)
     record_id = str(own_id).strip() if own_id is not None else None
     title = normalize_text(str(lowered.get("title") or ""))
+    doi, pmid, arxiv = ids = _identifiers(lowered, record_id)
+    extra = _extra(lowered)
+    venue = _first(lowered, VENUE_FIELDS)
+    if isinstance(venue, str) and venue.strip():
+        extra["journal"] = normalize_text(venue)
     return Abstract(
         id=record_id or content_id(text),
         text=text,
         title=title or derive_title(text),
         titled=bool(title),
         source=path.name,
-        url=_url(lowered, record_id, text),
+        url=_url(lowered, ids, text),
         authors=_authors(_first(lowered, AUTHOR_FIELDS), bibtex),
         year=_year(lowered),
-        extra=_extra(lowered),
+        doi=doi,
+        pmid=pmid,
+        arxiv_id=arxiv,
+        extra=extra,
     )

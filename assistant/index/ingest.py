@@ -2,7 +2,8 @@
 
 Each batch of abstracts goes through the store's commit protocol (pending → chunks →
 done), so an ingest killed at any moment and run again ends with every abstract indexed
-exactly once. Abstracts already indexed are skipped before anything is embedded.
+exactly once. Abstracts already indexed, by id or by DOI/PMID/arXiv id, are skipped before
+anything is embedded.
 """
 
 from __future__ import annotations
@@ -36,36 +37,71 @@ def _mean_vectors(vectors: np.ndarray, owners: list[int], count: int) -> np.ndar
     return sums / np.clip(np.linalg.norm(sums, axis=1, keepdims=True), 1e-12, None)
 
 
+class _Deduplicator:
+    """Tells which loaded abstracts are new: not seen earlier in this ingest and not in the
+    index, by id (text-equal records without an id share their content-hash id) or by
+    identity (a DOI, PMID or arXiv id another record has). Holds only ids and keys, so an
+    ingest's memory does not grow with its abstracts' text."""
+
+    def __init__(self, store: ChromaStore, report: IngestReport) -> None:
+        self.store, self.report = store, report
+        self.ids: set[str] = set()
+        self.keys: set[str] = set()
+
+    def new(self, batch: list[Abstract]) -> list[Abstract]:
+        """The abstracts of this batch to index (the others are counted as duplicates)."""
+        fresh: list[Abstract] = []
+        for abstract in batch:
+            if abstract.id in self.ids:
+                self.report.duplicates += 1
+            elif self.keys.intersection(abstract.identity):
+                self.report.duplicates += 1
+                self.report.by_identifier += 1
+            else:
+                fresh.append(abstract)
+                self.ids.add(abstract.id)
+                self.keys.update(abstract.identity)
+        indexed = self.store.indexed_ids(a.id for a in fresh)
+        known = self.store.indexed_identity(k for a in fresh if a.id not in indexed for k in a.identity)
+        new = [a for a in fresh if a.id not in indexed and not known.intersection(a.identity)]
+        self.report.duplicates += len(fresh) - len(new)
+        self.report.by_identifier += len(fresh) - len(new) - len(indexed)
+        return new
+
+
+def _loaded(paths: Iterable[str | Path], settings: Settings, report: IngestReport) -> Iterator[Abstract]:
+    """The loaded abstracts, streamed; rejected records go into the report."""
+    limits = corpus.RecordLimits(settings.max_record_tokens, settings.truncate_long_records)
+    for item in corpus.load(paths, limits):
+        if isinstance(item, Rejected):
+            report.rejected.append(item)
+        else:
+            yield item
+
+
 def ingest(
     paths: Iterable[str | Path],
     store: ChromaStore,
     embedder: Embedder,
     settings: Settings,
     progress: bool = False,
-    on_batch: Callable[[int, int], None] | None = None,
+    on_batch: Callable[[int, int | None], None] | None = None,
 ) -> IngestReport:
     """Index every new abstract found under ``paths``; return what happened.
 
-    ``on_batch(done, total)`` is called after each committed batch (e.g. for a UI).
+    Files are read as a stream, a batch at a time, so a 50,000-record export is never held
+    whole. ``on_batch(added, None)`` is called after each committed batch (e.g. for a UI;
+    the total is not known until the files have been read).
     """
     started = time.perf_counter()
     report = IngestReport()
     store.recover()
-    unique: dict[str, Abstract] = {}
-    limits = corpus.RecordLimits(settings.max_record_tokens, settings.truncate_long_records)
-    for item in corpus.load(paths, limits):
-        if isinstance(item, Rejected):
-            report.rejected.append(item)
-        elif item.id in unique:
-            report.duplicates += 1
-        else:
-            unique[item.id] = item
-    already = store.indexed_ids(unique)
-    report.duplicates += len(already)
-    new = [a for a in unique.values() if a.id not in already]
-
-    bar = tqdm(total=len(new), unit="abstract", desc="ingest", disable=not progress)
-    for batch in _batches(new, settings.ingest_batch_size):
+    dedup = _Deduplicator(store, report)
+    bar = tqdm(unit="abstract", desc="ingest", disable=not progress)
+    for loaded in _batches(_loaded(paths, settings, report), settings.ingest_batch_size):
+        batch = dedup.new(loaded)
+        if not batch:
+            continue
         chunks, owners = [], []
         for position, abstract in enumerate(batch):
             pieces = chunk(abstract, settings.chunk_size, settings.chunk_overlap)
@@ -80,7 +116,7 @@ def ingest(
         report.chunks += len(chunks)
         bar.update(len(batch))
         if on_batch:
-            on_batch(report.added, len(new))
+            on_batch(report.added, None)
     bar.close()
     report.seconds = time.perf_counter() - started
     return report

@@ -42,6 +42,8 @@ from assistant.types import Abstract, Chunk
 PENDING, DONE = "pending", "done"
 LEDGER_FORMAT = 2  # 2: the abstract's text is a metadata field (1 kept it as the document)
 _PAGE = 5000
+IDENTIFIERS = ("doi", "pmid", "arxiv_id")  # ledger fields that identify a paper across exports
+_KEY_KIND = {"doi": "doi", "pmid": "pmid", "arxiv": "arxiv_id"}  # `identifiers.keys` prefix -> field
 
 
 class StoreError(RuntimeError):
@@ -140,6 +142,7 @@ def _abstract_metadata(abstract: Abstract) -> dict[str, Any]:
         metadata["url"] = abstract.url
     if abstract.year is not None:
         metadata["year"] = abstract.year
+    metadata.update({name: value for name in IDENTIFIERS if (value := getattr(abstract, name))})
     return metadata
 
 
@@ -153,6 +156,9 @@ def _abstract_from(record_id: str, metadata: dict[str, Any]) -> Abstract:
         url=metadata.get("url"),
         authors=tuple(json.loads(metadata["authors"])),
         year=metadata.get("year"),
+        doi=metadata.get("doi"),
+        pmid=metadata.get("pmid"),
+        arxiv_id=metadata.get("arxiv_id"),
         extra=json.loads(metadata["extra"]),
     )
 
@@ -310,6 +316,22 @@ class ChromaStore:
         for start in range(0, len(ids), _PAGE):
             got = self.abstracts.get(ids=ids[start : start + _PAGE], include=["metadatas"])
             found.update(i for i, m in zip(got["ids"], got["metadatas"], strict=True) if m["status"] == DONE)
+        return found
+
+    @_explained
+    def indexed_identity(self, keys: Iterable[str]) -> set[str]:
+        """Which of these identity keys (`Abstract.identity`: ``doi:…``, ``pmid:…``,
+        ``arxiv:…``) a fully indexed abstract already has (one query per kind of identifier)."""
+        by_kind: dict[str, list[str]] = {}
+        for key in dict.fromkeys(keys):
+            kind, _, value = key.partition(":")
+            by_kind.setdefault(kind, []).append(value)
+        found: set[str] = set()
+        for kind, values in by_kind.items():
+            name = _KEY_KIND[kind]
+            for start in range(0, len(values), _PAGE):
+                got = self.abstracts.get(where={name: {"$in": values[start : start + _PAGE]}}, include=["metadatas"])
+                found.update(f"{kind}:{m[name]}" for m in got["metadatas"] if m["status"] == DONE)
         return found
 
     @_explained
