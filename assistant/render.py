@@ -258,7 +258,9 @@ def ingest_html(report: IngestReport, files: list[str]) -> str:
     names = ", ".join(html.escape(Path(f).name) for f in files)
     lines = [
         f"<p><strong>{names}</strong>: added {report.added} abstracts, skipped {report.duplicates} "
-        f"already indexed, rejected {len(report.rejected)}.</p>"
+        f"already indexed"
+        + (f" ({report.by_identifier} by DOI, PMID or arXiv id)" if report.by_identifier else "")
+        + f", rejected {len(report.rejected)}.</p>"
     ]
     if report.rejected:
         shown = report.rejected[: MAX_REJECTED_SHOWN]

@@ -265,11 +265,12 @@ def test_browser_an_earlier_answers_citation_shows_its_own_source(browser: Any, 
 
 
 @pytest.mark.slow
-def test_browser_an_answers_references_download_as_bibtex_and_copy_as_markdown(
+def test_browser_an_answers_references_download_as_bibtex_and_ris_and_copy_as_markdown(
     browser: Any, app_url: str, tmp_path: Path
 ) -> None:
     import bibtexparser
 
+    from assistant import corpus
     from assistant.corpus import bibtex as bib_loader
 
     watched = Watched(browser, app_url, permissions=["clipboard-read", "clipboard-write"])
@@ -286,6 +287,12 @@ def test_browser_an_answers_references_download_as_bibtex_and_copy_as_markdown(
     loaded = list(bib_loader.load(path))
     assert any("Pangu Ultra" in a.text for a in loaded)
     assert len(loaded) == answer.locator("a.cite").evaluate_all("els => new Set(els.map(e => e.textContent)).size")
+    with page.expect_download() as ris_download:
+        answer.get_by_role("button", name="Download .ris").click()
+    assert ris_download.value.suggested_filename == "answer-1.ris"
+    ris_download.value.save_as(tmp_path / "answer-1.ris")
+    from_ris = list(corpus.load([tmp_path / "answer-1.ris"]))
+    assert [a.id for a in from_ris] == [a.id for a in loaded]  # the same papers, as a reference manager gets them
 
     answer.get_by_role("button", name="Copy as Markdown").click()
     copied = page.evaluate("navigator.clipboard.readText()")
@@ -391,4 +398,26 @@ def test_browser_a_verdict_is_a_badge_and_an_abstention_shows_its_evidence(
     assert "Pangu Ultra" in panel.locator(".evidence-found .source").first.inner_text()
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "verdict-and-evidence.png"), full_page=True)
+    assert watched.outside == [] and watched.dialogs == []
+
+
+@pytest.mark.slow
+def test_browser_reference_manager_and_pubmed_exports_upload_with_one_paper_indexed_once(
+    browser: Any, capable_app_url: tuple[str, Any]
+) -> None:
+    """A Zotero RIS file, a PubMed .nbib and a PubMed XML file, uploaded together: the paper
+    in all three is added once, and the records without an abstract are listed."""
+    url, _ = capable_app_url
+    formats = Path(__file__).parent / "data" / "formats"
+    watched = Watched(browser, url)
+    page = watched.page
+    page.get_by_text("Add papers").click()
+    page.locator("#upload input[type=file]").set_input_files(
+        [str(formats / name) for name in ("library.ris", "pubmed.nbib", "pubmed.xml")])
+    report = page.locator("#upload-report")
+    report.get_by_text("added 4 abstracts").wait_for(timeout=120_000)
+    text = report.inner_text()
+    assert re.search(r"skipped 2 already indexed \([12] by DOI, PMID or arXiv id\), rejected 4", text), text
+    assert "library.ris line 36: the record has no end tag" in text and "pubmed.nbib line 44: not a MEDLINE line" in text
+    assert "334 abstracts indexed" in page.locator("#status").inner_text()
     assert watched.outside == [] and watched.dialogs == []

@@ -46,8 +46,9 @@ def test_bad_question_is_a_clear_error_not_a_traceback(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_ask_formats_an_answer_for_notes_and_manuscripts(tmp_path: Path) -> None:
-    """``ask --format markdown|bibtex|json``: the reference list, the user's own BibTeX entry
-    (the abstract came from a .bib file), and the whole Answer as JSON."""
+    """``ask --format markdown|bibtex|json|ris|csljson``: the reference list, the user's own
+    BibTeX entry (the abstract came from a .bib file), the whole Answer as JSON, and RIS and
+    CSL JSON that ingest again as the same abstract."""
     pangu = next(line for line in BUNDLED_CORPUS.joinpath("000_f4a0e3667c329c35.txt").read_text().splitlines()
                  if "Pangu Ultra" in line)
     entry = f"@article{{yin2025pangu,\n  title = {{Pangu Ultra}},\n  journal = {{arXiv}},\n  abstract = {{{pangu}}}\n}}"
@@ -68,3 +69,13 @@ def test_ask_formats_an_answer_for_notes_and_manuscripts(tmp_path: Path) -> None
     answer = json.loads(_run("ask", question, "--format", "json", data_dir=data_dir).stdout)
     assert answer["abstained"] is False and answer["citations"][0]["abstract"]["id"] == "yin2025pangu"
     assert answer["citations"][0]["evidence"] and answer["sources"]
+
+    ris = _run("ask", question, "--format", "ris", data_dir=data_dir)
+    assert ris.returncode == 0 and ris.stdout.startswith("TY  - JOUR\nID  - yin2025pangu\nTI  - Pangu Ultra\n")
+    csl = json.loads(_run("ask", question, "--format", "csljson", data_dir=data_dir).stdout)
+    assert [(item["id"], item["type"], item["container-title"]) for item in csl] == [
+        ("yin2025pangu", "article-journal", "arXiv")]
+    for name, text in (("answer.ris", ris.stdout), ("answer.json", json.dumps(csl))):
+        (tmp_path / name).write_text(text)
+        again = _run("ingest", str(tmp_path / name), data_dir=data_dir)
+        assert again.returncode == 0 and "added 0 abstracts" in again.stdout and "skipped 1 duplicates" in again.stdout

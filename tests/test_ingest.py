@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from assistant import Assistant, corpus
+from assistant import Assistant, corpus, references
 from assistant.index.chunking import chunk
 from assistant.settings import BUNDLED_CORPUS
 from assistant.types import Abstract
@@ -102,3 +102,39 @@ def test_rejected_records_are_reported_and_the_rest_indexed(tmp_path: Path) -> N
     assert "missing.csv: no such file" in report.summary()
     (hit,) = assistant.search("sparse retrieval", k=5)
     assert hit.abstract.id == "g1" and hit.abstract.title == "Good"
+
+
+FORMATS = Path(__file__).parent / "data" / "formats"
+
+
+def test_one_paper_in_three_formats_is_indexed_once(tmp_path: Path) -> None:
+    """The fasting trial is in a Zotero RIS file (DOI only), PubMed XML and MEDLINE (PMID and
+    DOI); the sodium trial in MEDLINE and OpenAlex; the gait study in RIS and CSL JSON. Each
+    is indexed once, whichever file comes first, in this ingest or a later one."""
+    assistant = Assistant(data_dir=tmp_path / "index", auto_ingest=False)
+    report = assistant.ingest([FORMATS])
+    assert (report.added, report.duplicates, report.by_identifier, len(report.rejected)) == (6, 4, 4, 7)
+    assert "skipped 4 duplicates (4 by DOI, PMID or arXiv id)" in report.summary()
+    assert assistant.store.count() == 6
+    [hit] = [h for h in assistant.search("intermittent fasting insulin sensitivity prediabetes", k=10)
+             if "fasting" in h.abstract.title.lower()]
+    assert hit.abstract.doi == "10.5555/exmp.2024.001"
+
+    again = assistant.ingest([FORMATS])
+    assert (again.added, again.duplicates, again.by_identifier) == (0, 10, 4)
+
+    later = Assistant(data_dir=tmp_path / "second", auto_ingest=False)
+    assert later.ingest([FORMATS / "pubmed.xml"]).added == 2
+    from_zotero = later.ingest([FORMATS / "library.ris"])  # another file, another day: found in the index
+    assert (from_zotero.added, from_zotero.duplicates, from_zotero.by_identifier) == (1, 1, 1)
+
+
+def test_exported_ris_and_csl_json_reingest_as_duplicates(tmp_path: Path) -> None:
+    assistant = Assistant(data_dir=tmp_path / "index", auto_ingest=False)
+    assistant.ingest([FORMATS, BUNDLED_CORPUS / "000_f4a0e3667c329c35.txt"])
+    papers = list(assistant.store.read_abstracts())
+    (tmp_path / "out.ris").write_text(references.ris(papers))
+    (tmp_path / "out.json").write_text(references.csl_json(papers))
+    for exported in ("out.ris", "out.json"):
+        report = assistant.ingest([tmp_path / exported])
+        assert (report.added, report.duplicates, report.rejected) == (0, len(papers), []), exported

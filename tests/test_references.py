@@ -1,14 +1,26 @@
-"""References to take away: BibTeX that parses and reads back as the same abstracts, and Markdown."""
+"""References to take away: BibTeX, RIS and CSL JSON that parse and read back as the same
+abstracts, and Markdown."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import bibtexparser
+import rispy
 
 from assistant import Abstract, Answer, Citation, corpus
 from assistant.corpus import bibtex as bib_loader
-from assistant.references import BIBTEX_FIELD, bibtex, bibtex_entry, escape, markdown_reference, unescape
+from assistant.references import (
+    BIBTEX_FIELD,
+    bibtex,
+    bibtex_entry,
+    csl_json,
+    escape,
+    markdown_reference,
+    ris,
+    unescape,
+)
 from assistant.settings import BUNDLED_CORPUS
 
 TRICKY = Abstract(
@@ -109,3 +121,46 @@ def test_markdown_link_text_is_escaped() -> None:
 def test_only_web_links_reach_a_reference() -> None:
     hostile = Abstract(id="h", title="T", text="x" * 50, source="s.txt", url="javascript:alert(1)")
     assert "javascript" not in markdown_reference(1, hostile) and "javascript" not in bibtex_entry(hostile)
+
+
+PUBMED = Abstract(id="pmid:99000001", title="Intermittent fasting and insulin sensitivity", text="x" * 60,
+                  source="pubmed.xml", url="https://doi.org/10.5555/exmp.2024.001", authors=("Okafor, Ngozi", "Example Lab"),
+                  year=2024, doi="10.5555/exmp.2024.001", pmid="99000001", extra={"journal": "J Exmp Metab"})
+
+
+def test_ris_carries_the_id_identifiers_and_journal_and_parses_with_rispy() -> None:
+    text = ris([PUBMED, ARXIV])
+    assert not text.startswith("1.")  # rispy's own writer numbers records, which is not RIS
+    journal, preprint = rispy.loads(text)
+    assert (journal["type_of_reference"], journal["id"], journal["doi"], journal["accession_number"],
+            journal["journal_name"], journal["year"], journal["authors"]) == (
+        "JOUR", "pmid:99000001", "10.5555/exmp.2024.001", "99000001", "J Exmp Metab", "2024", ["Okafor, Ngozi", "Example Lab"])
+    assert preprint["type_of_reference"] == "GEN" and preprint["urls"] == ["https://arxiv.org/abs/2401.01234"]
+    assert ris([]) == ""
+
+
+def test_csl_json_names_types_and_identifiers() -> None:
+    journal, preprint = json.loads(csl_json([PUBMED, ARXIV]))
+    assert journal["type"] == "article-journal" and journal["container-title"] == "J Exmp Metab"
+    assert journal["author"] == [{"family": "Okafor", "given": "Ngozi"}, {"literal": "Example Lab"}]
+    assert (journal["DOI"], journal["PMID"], journal["issued"]) == ("10.5555/exmp.2024.001", "99000001", {"date-parts": [[2024]]})
+    assert preprint["type"] == "article" and preprint["number"] == "arXiv:2401.01234"
+    assert json.loads(csl_json([])) == []
+
+
+def test_ris_and_csl_json_read_back_as_the_same_abstracts(tmp_path: Path) -> None:
+    """Every bundled abstract and the records above go out and come back through our own
+    loaders with the same id, text, title, authors, year and identifiers."""
+    originals = list({a.id: a for a in corpus.load([BUNDLED_CORPUS]) if isinstance(a, Abstract)}.values())
+    originals += [ARXIV, PUBMED, TRICKY]
+    answer = Answer(text="x", citations=[Citation(n, a) for n, a in enumerate(originals, start=1)])
+    for name, text in (("out.ris", answer.to_ris()), ("out.json", answer.to_csl_json())):
+        (tmp_path / name).write_text(text)
+        loaded = list(corpus.load([tmp_path / name]))
+        assert len(loaded) == len(originals) and all(isinstance(a, Abstract) for a in loaded), name
+        for original, back in zip(originals, loaded, strict=True):
+            assert (back.id, back.text, back.title, back.authors, back.year, back.pmid) == (
+                original.id, original.text, original.title, original.authors, original.year, original.pmid), (
+                name, original.id)
+        assert [a.doi for a in loaded[-2:]] == [PUBMED.doi, "10.1000/xyz_1"]  # TRICKY's, from its doi.org link
+        assert loaded[-3].arxiv_id == "2401.01234" and loaded[-2].extra["journal"] == "J Exmp Metab"

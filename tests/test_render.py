@@ -51,7 +51,7 @@ def test_citation_markers_link_to_their_own_answers_sources() -> None:
     assert "Retrieved, not cited" not in panel
 
 
-def test_each_answer_carries_its_markdown_and_bibtex_on_one_line() -> None:
+def test_each_answer_carries_its_markdown_bibtex_and_ris_on_one_line() -> None:
     answer = Answer(text="Claim [1].", citations=[Citation(1, PLAIN)], sources=[Hit(PLAIN, 1.0, 1)])
     rendered = answer_html(answer, 4)
     footer = rendered[rendered.index('<div class="turn-footer" id="t4-footer">'):]
@@ -60,6 +60,8 @@ def test_each_answer_carries_its_markdown_and_bibtex_on_one_line() -> None:
     bibtex = footer.split('<pre class="export export-bibtex">')[1].split("</pre>")[0]
     assert html.unescape(markdown) == answer.to_markdown()
     assert html.unescape(bibtex) == answer.to_bibtex()
+    ris = footer.split('<pre class="export export-ris">')[1].split("</pre>")[0]
+    assert html.unescape(ris) == answer.to_ris() and "TY  - " in answer.to_ris()
     assert "<button" in footer and "data-" not in footer  # the chat's sanitizer drops data attributes
     abstained = Answer(text="The indexed abstracts do not answer this question.", abstained=True)
     assert "turn-footer" not in answer_html(abstained, 5)
@@ -122,6 +124,8 @@ def test_ingest_report_lists_what_was_rejected() -> None:
     assert "added 2 abstracts, skipped 1 already indexed, rejected 2" in html
     assert "bad.jsonl line 3: invalid JSON: &lt;oops&gt;" in html and "x.pdf: unsupported" in html
     assert "/tmp/up" not in html
+    by_identifier = ingest_html(IngestReport(added=1, duplicates=3, by_identifier=2), ["/tmp/up/zotero.ris"])
+    assert "skipped 3 already indexed (2 by DOI, PMID or arXiv id), rejected 0" in by_identifier
 
 
 def test_statements_set_aside_are_counted_under_the_answer() -> None:

@@ -34,6 +34,12 @@ def test_ingest_into_a_chroma_server(chroma_server: int, tmp_path: Path) -> None
     assert not (tmp_path / "local" / "chroma").exists(), "server mode must not write embedded Chroma"
     hits = assistant.search("adaptive gradient clipping without batch normalization", k=3)
     assert hits[0].abstract.text.startswith("Batch normalization is a key component")
+    formats = Path(__file__).parent / "data" / "formats"
+    assistant.ingest([formats / "pubmed.xml"])
+    from_zotero = assistant.ingest([formats / "library.ris"])  # the fasting trial, found by DOI on the server
+    assert (from_zotero.added, from_zotero.by_identifier) == (1, 1)
+    [stored] = assistant.store.get_abstracts(["pmid:99000001"]).values()
+    assert (stored.doi, stored.pmid, stored.arxiv_id) == ("10.5555/exmp.2024.001", "99000001", None)
 
 
 def test_unreachable_chroma_server_is_a_clear_error(tmp_path: Path) -> None:

@@ -28,7 +28,9 @@ NO_LIMITS = RecordLimits()
 
 
 class Loader(Protocol):
-    """Reads one file format. A new format is one new module with one `load` function."""
+    """Reads one file format. A new format is one new module with one `load` function, listed
+    in `assistant.corpus.FORMATS`; one that shares a suffix with another also has
+    ``recognises(head: str) -> bool``, which tells its files by their first lines."""
 
     suffixes: tuple[str, ...]
 
