@@ -1,8 +1,8 @@
 """Word-level helpers shared by retrieval (subject terms), context selection and citation checks.
 
 Numbers are compared as quantities, not strings: "2.4B", "2.4 billion" and "2,400 million"
-are one value, "21.5 %" and "21.5 percent" one number, and a source that writes "three"
-states 3. Names are the words a claim may only use when its source has them: acronyms,
+are one value, "21.5 %" and "21.5 percent" one number, "$10^{-3}$", "1e-3" and "0.001" one
+value, and a source that writes "three" states 3. Names are the words a claim may only use when its source has them: acronyms,
 CamelCase, words with digits and capitalised words inside a sentence.
 """
 
@@ -36,6 +36,11 @@ _NUMBER_WORDS = {
 _EXPONENTS = {
     "thousand": 3, "k": 3, "million": 6, "m": 6, "billion": 9, "b": 9, "bn": 9, "trillion": 12, "t": 12,
 }
+# Powers of ten as authors write them: "$2.5 \\times 10^{4}$", "2.5×10^4", "$10^{-3}$", "1e-3", "3.2E+05".
+_POWER_OF_TEN = re.compile(
+    r"(?<![\d.])(?:(\d+(?:\.\d+)?)\s*(?:\\times|\\cdot|[×x*·])\s*)?10\s*\^\s*\{?\s*([-−+]?\d+)\s*\}?"
+    r"|(?<![\w.])(\d+(?:\.\d+)?)[eE]([-−+]?\d+)(?![\w.])"
+)
 _NAME_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9\-']*[A-Za-z0-9]|[A-Z]")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\(\s*)$")
 _LOWER_SUFFIX = re.compile(r"(?<=[A-Za-z0-9])(?:-[a-z]+)+$")
@@ -86,7 +91,9 @@ def quantities(text: str, words: bool = False) -> set[Quantity]:
     (8192, 0). With ``words``, numbers written as words count too ("three", "one billion"):
     a source may spell out what a claim writes in digits."""
     text = _THOUSANDS.sub("", text)
-    found = {
+    found = {_power_of_ten(m) for m in _POWER_OF_TEN.finditer(text)}
+    text = _POWER_OF_TEN.sub(" ", text)  # their digits are not numbers of their own
+    found |= {
         (float(m.group(1)), _EXPONENTS.get((m.group(2) or m.group(3) or "").lower(), 0))
         for m in _QUANTITY.finditer(text)
     }
@@ -98,12 +105,18 @@ def quantities(text: str, words: bool = False) -> set[Quantity]:
     return found
 
 
+def _power_of_ten(match: re.Match[str]) -> Quantity:
+    mantissa = match.group(1) or match.group(3) or "1"
+    exponent = (match.group(2) or match.group(4)).replace("−", "-")
+    return float(mantissa), int(exponent)
+
+
 def _same_quantity(a: Quantity, b: Quantity) -> bool:
     """Equal values ("2.4 billion" = "2,400 million"), or equal mantissas where one side
     names no scale ("2.4" in "2.4 billion parameters" against "2.4B")."""
     if math.isclose(a[0] * 10.0 ** a[1], b[0] * 10.0 ** b[1], rel_tol=1e-9):
         return True
-    return (a[1] == 0 or b[1] == 0) and math.isclose(a[0], b[0], rel_tol=1e-9)
+    return (a[1] == 0 or b[1] == 0) and min(a[1], b[1]) >= 0 and math.isclose(a[0], b[0], rel_tol=1e-9)
 
 
 def unstated_numbers(claim: str, source: str) -> list[str]:

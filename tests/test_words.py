@@ -19,6 +19,15 @@ def test_a_number_is_stated_in_any_common_spelling_and_an_altered_one_is_not() -
     assert unstated_numbers("21.6% better", source) == ["21.6"]
 
 
+def test_powers_of_ten_as_authors_write_them_are_one_value() -> None:
+    source = r"a learning rate of $10^{-3}$, $2.5 \times 10^{4}$ steps, a $\sim$3$\times$ speed-up, 89\% recall"
+    assert quantities(source) >= {(1.0, -3), (2.5, 4)} and (10.0, 0) not in quantities(source)
+    assert unstated_numbers("a learning rate of 0.001 (1e-3) for 25,000 steps, 3x faster, 89% recall", source) == []
+    assert unstated_numbers("2.5 x 10^4 steps at 10^-3", source) == []
+    assert unstated_numbers("a learning rate of 0.002 for 2.6e4 steps", source) == ["0.002", "2.6e4"]
+    assert unstated_numbers("a learning rate of 1", source) == ["1"]  # 10^-3's mantissa is not a number of its own
+
+
 def test_names_are_acronyms_camel_case_and_capitalised_words_but_not_openers() -> None:
     assert names("Pangu Ultra uses GPT-4's DenseNet-based LLMs") == {"pangu", "ultra", "gpt-4", "densenet", "llms"}
     assert names("Measured by recall, Specifically, Yes: Using it, we show that it works.") == set()

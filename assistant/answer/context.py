@@ -5,7 +5,9 @@ Two styles, one per kind of model (``Settings.context_style``):
   11 ms before the first answer token, so the model is shown the sentences of each
   retrieved abstract that are closest to the question;
 - **abstracts** (the ``openai`` backend's default): a capable model reads whole abstracts,
-  best hit first, as many as fit their own budget, so no answering sentence is cut away.
+  best hit first, as many as fit their own budget, so no answering sentence is cut away;
+  the hits that no longer fit whole get their sentences closest to the question in what is
+  left, so that a long abstract cannot push the next ones out of the prompt.
 
 Either way every sentence of every shown abstract is embedded once, here: the claim check
 (`citations`) verifies the answer against all of them, not only the excerpt.
@@ -91,11 +93,11 @@ def build(
     flat = [(h, s) for h, group in enumerate(per_hit) for s in range(len(group))]
     vectors = embedder.embed([question] + [per_hit[h][s] for h, s in flat])
     question_vector, vectors = vectors[0], vectors[1:]
+    similarity = closeness(question, question_vector, [per_hit[h][i] for h, i in flat], vectors)
     if style == "abstracts":
-        picked = _whole_abstracts(per_hit, budget_tokens)
+        picked = _whole_abstracts(similarity, per_hit, flat, budget_tokens)
     else:
-        texts = [per_hit[h][i] for h, i in flat]
-        picked = _best_sentences(closeness(question, question_vector, texts, vectors), per_hit, flat, budget_tokens)
+        picked = _best_sentences(similarity, per_hit, flat, budget_tokens)
     first_row = [0]
     for group in per_hit:
         first_row.append(first_row[-1] + len(group))
@@ -109,30 +111,41 @@ def build(
     return sources, question_vector
 
 
-def _whole_abstracts(per_hit: list[list[str]], budget_tokens: int) -> dict[int, list[int]]:
-    """Whole abstracts in rank order while they fit (the first one always, trimmed)."""
+def _whole_abstracts(
+    similarity: np.ndarray, per_hit: list[list[str]], flat: list[tuple[int, int]], budget_tokens: int
+) -> dict[int, list[int]]:
+    """Whole abstracts in rank order while they fit (the first one always, trimmed); once the
+    next one does not fit whole, the rest share what is left as their best sentences: one
+    long abstract does not crowd the next ones, which may hold the answer, out of the prompt."""
     picked: dict[int, list[int]] = {}
     spent = 0
     for hit_index, group in enumerate(per_hit):
         cost = sum(count_tokens(s) + 1 for s in group)
         if picked and spent + cost > budget_tokens:
-            break
+            rest = range(hit_index, len(per_hit))
+            return picked | _best_sentences(similarity, per_hit, flat, budget_tokens - spent, among=rest)
         picked[hit_index] = list(range(len(group)))
         spent += cost
     return picked
 
 
 def _best_sentences(
-    similarity: np.ndarray, per_hit: list[list[str]], flat: list[tuple[int, int]], budget_tokens: int
+    similarity: np.ndarray,
+    per_hit: list[list[str]],
+    flat: list[tuple[int, int]],
+    budget_tokens: int,
+    among: range | None = None,
 ) -> dict[int, list[int]]:
-    """Each hit's best sentence in rank order, then the next-best anywhere, while they fit."""
+    """Each hit's best sentence in rank order, then the next-best anywhere, while they fit
+    (of the hits ``among``, all by default)."""
+    among = among if among is not None else range(len(per_hit))
     cost = [count_tokens(per_hit[h][s]) + 1 for h, s in flat]
     chosen: set[int] = set()
     spent = 0
-    best_first = sorted(range(len(flat)), key=lambda i: -similarity[i])
-    for hit_index in range(len(per_hit)):  # each source's best sentence, in rank order
+    best_first = sorted((i for i in range(len(flat)) if flat[i][0] in among), key=lambda i: -similarity[i])
+    for hit_index in among:  # each source's best sentence, in rank order
         best = next(i for i in best_first if flat[i][0] == hit_index)
-        if spent + cost[best] > budget_tokens and chosen:
+        if spent + cost[best] > budget_tokens and (chosen or among.start > 0):
             break
         chosen.add(best)
         spent += cost[best]
