@@ -41,6 +41,7 @@ _POWER_OF_TEN = re.compile(
     r"(?<![\d.])(?:(\d+(?:\.\d+)?)\s*(?:\\times|\\cdot|[×x*·])\s*)?10\s*\^\s*\{?\s*([-−+]?\d+)\s*\}?"
     r"|(?<![\w.])(\d+(?:\.\d+)?)[eE]([-−+]?\d+)(?![\w.])"
 )
+_VERSION = re.compile(r"[vV]?\d+(?:\.\d+)?[a-z]?")  # "ColBERTv2", "Llama2", "GPT4o"
 _NAME_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9\-']*[A-Za-z0-9]|[A-Z]")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\(\s*)$")
 _LOWER_SUFFIX = re.compile(r"(?<=[A-Za-z0-9])(?:-[a-z]+)+$")
@@ -177,6 +178,26 @@ def spelled_out(name: str, lowered: str, initials: str | None = None) -> str | N
     n = len(acronym)
     return next((" ".join(words[i : i + n]) for i in range(len(words) - n + 1)
                  if "".join(w[0] for w in words[i : i + n]) == acronym), None)
+
+
+def mentions(term: str, text: str) -> bool:
+    """Whether a text names ``term`` in any common spelling of it: with or without hyphens
+    and spaces ("Time-MoE", "TimeMoE", "Time MoE"), singular or plural ("NFNet", "NFNets"), or,
+    for an acronym, spelled out ("LLM": "large language models"), or with a version ("ColBERTv2").
+    Word boundaries hold: "Time-MoE" is not in "ultimate MoE", nor "BERT" in "RoBERTa". A term that is not lower-case is matched in its case (an
+    acronym that is also a word: "LIMIT" is not "limit")."""
+    exact = not term.islower()
+    words = re.findall(r"[A-Za-z0-9]+", text if exact else text.lower())
+    wanted = "".join(re.findall(r"[A-Za-z0-9]+", term))
+    forms = {wanted, wanted + "s", wanted + "es"} | ({wanted[:-1]} if wanted.lower().endswith("s") and len(wanted) > 3 else set())
+    span = max(1, len(re.findall(r"[A-Za-z0-9]+", term))) + 2
+    for start in range(len(words)):
+        joined = ""
+        for word in words[start : start + span]:
+            joined += word
+            if joined in forms or any(joined.startswith(f) and _VERSION.fullmatch(joined[len(f):]) for f in forms):
+                return True
+    return bool(spelled_out(term.lower(), text.lower()))
 
 
 def named_terms(text: str) -> set[str]:

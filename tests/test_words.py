@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from assistant.words import names, quantities, unstated_names, unstated_numbers
+from assistant.words import mentions, names, quantities, unstated_names, unstated_numbers
 
 
 def test_numbers_are_read_as_quantities() -> None:
@@ -38,3 +38,14 @@ def test_a_name_is_stated_as_written_or_as_an_acronym_spelled_out() -> None:
     source = "Large language models such as GPT-4 use Transformers."
     assert unstated_names("LLMs like GPT-4 use the Transformer", source) == []
     assert unstated_names("Claude uses the Transformer", source) == ["claude"]
+
+
+def test_a_subject_is_mentioned_in_its_spelling_variants_and_not_inside_another_name() -> None:
+    for text in ("We present Time-MoE, a foundation model", "TimeMoE scales to 2.4B", "the Time MoE family"):
+        assert mentions("time-moe", text), text
+    assert mentions("nfnets", "our NFNet-F1 model") and mentions("nfnet", "the NFNets family")  # plural, suffix
+    assert mentions("llms", "large language models are costly")  # an acronym, spelled out
+    assert mentions("colbert", "ColBERTv2 compresses") and mentions("LIMIT", "the LIMIT dataset")
+    assert not mentions("time-moe", "the ultimate MoE design")  # word boundaries hold
+    assert not mentions("bert", "RoBERTa is robustly optimised") and not mentions("dresd", "a dense retrieval model")
+    assert not mentions("LIMIT", "the limit of embeddings")  # an acronym that is also a word keeps its case

@@ -49,6 +49,7 @@ from assistant.index.embedders import Embedder
 from assistant.retrieval import SearchFilters, subject_terms
 from assistant.settings import Settings
 from assistant.types import Answer, Hit, Retrieved
+from assistant.words import mentions
 
 ABSTAIN_MESSAGES = {
     "low_relevance": "No indexed abstract is close enough to this question to answer it.",
@@ -162,7 +163,7 @@ def stream_answer(
                           withheld=checked.withheld, evidence=evidence(), **fields)
         return
     cited = " ".join(f"{c.abstract.title} {c.abstract.text}" for c in checked.citations)
-    if subject and not any(term in (cited.lower() if term.islower() else cited) for term in subject):
+    if subject and not any(mentions(term, cited) for term in subject):
         yield _abstention(query, shown, "subject_not_cited", generator.model_name, subject=_as_written(subject, query),
                           evidence=evidence(), **fields)
         return
