@@ -132,28 +132,28 @@ def bibtex(papers: list[Paper]) -> str:
     return "".join(bibtex_entry(p) + "\n\n" for p in papers).rstrip("\n") + "\n" if papers else ""
 
 
+def _present(fields: dict[str, Any]) -> dict[str, Any]:
+    """The fields that have a value, in order (a reference leaves unknown fields out)."""
+    return {name: value for name, value in fields.items() if value}
+
+
 def ris_record(paper: Paper) -> dict[str, Any]:
     """One RIS record (as ``rispy`` field names): ``JOUR`` when it names a journal, else
     ``GEN``; the PubMed id goes in ``AN`` (accession number), as PubMed-derived RIS has it."""
-    journal = _journal(paper)
-    record: dict[str, Any] = {"type_of_reference": "JOUR" if journal else "GEN", "id": paper.id,
-                              "title": paper.title}
-    if paper.authors:
-        record["authors"] = list(paper.authors)
-    if paper.year:
-        record["year"] = str(paper.year)
-    if journal:
-        record["journal_name"] = journal
-    if doi := _doi(paper):
-        record["doi"] = doi
-    if paper.pmid:
-        record["accession_number"] = paper.pmid
-    arxiv = _arxiv_id(paper)
+    journal, arxiv = _journal(paper), _arxiv_id(paper)
     urls = [u for u in (web_url(paper), f"https://arxiv.org/abs/{arxiv}" if arxiv else None) if u]
-    if urls:
-        record["urls"] = list(dict.fromkeys(urls))
-    record["abstract"] = paper.text
-    return record
+    return _present({
+        "type_of_reference": "JOUR" if journal else "GEN",
+        "id": paper.id,
+        "title": paper.title,
+        "authors": list(paper.authors),
+        "year": str(paper.year) if paper.year else None,
+        "journal_name": journal,
+        "doi": _doi(paper),
+        "accession_number": paper.pmid,
+        "urls": list(dict.fromkeys(urls)),
+        "abstract": paper.text,
+    })
 
 
 class _RisWriter(rispy.RisWriter):
@@ -178,24 +178,20 @@ def _csl_name(author: str) -> dict[str, str]:
 def csl_item(paper: Paper) -> dict[str, Any]:
     """One CSL JSON item: ``article-journal`` when it names a journal, else ``article`` (CSL's
     type for preprints), with the arXiv id as Zotero writes it (``number``: ``arXiv:…``)."""
-    journal = _journal(paper)
-    item: dict[str, Any] = {"id": paper.id, "type": "article-journal" if journal else "article", "title": paper.title}
-    if paper.authors:
-        item["author"] = [_csl_name(a) for a in paper.authors]
-    if paper.year:
-        item["issued"] = {"date-parts": [[paper.year]]}
-    if journal:
-        item["container-title"] = journal
-    if doi := _doi(paper):
-        item["DOI"] = doi
-    if paper.pmid:
-        item["PMID"] = paper.pmid
-    if arxiv := _arxiv_id(paper):
-        item["number"] = f"arXiv:{arxiv}"
-    if url := web_url(paper):
-        item["URL"] = url
-    item["abstract"] = paper.text
-    return item
+    journal, arxiv = _journal(paper), _arxiv_id(paper)
+    return _present({
+        "id": paper.id,
+        "type": "article-journal" if journal else "article",
+        "title": paper.title,
+        "author": [_csl_name(a) for a in paper.authors],
+        "issued": {"date-parts": [[paper.year]]} if paper.year else None,
+        "container-title": journal,
+        "DOI": _doi(paper),
+        "PMID": paper.pmid,
+        "number": f"arXiv:{arxiv}" if arxiv else None,
+        "URL": web_url(paper),
+        "abstract": paper.text,
+    })
 
 
 def csl_json(papers: list[Paper]) -> str:
