@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Collection
+from functools import cached_property, lru_cache
 
 import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
@@ -87,10 +89,13 @@ def numbers(text: str) -> set[str]:
 Quantity = tuple[float, int]  # (mantissa, power of ten its scale word or suffix gives; 0 for none)
 
 
-def quantities(text: str, words: bool = False) -> set[Quantity]:
+@lru_cache(maxsize=8192)
+def quantities(text: str, words: bool = False) -> frozenset[Quantity]:
     """The numbers of a text as (mantissa, exponent): "13.2T" → (13.2, 12), "8,192" →
     (8192, 0). With ``words``, numbers written as words count too ("three", "one billion"):
-    a source may spell out what a claim writes in digits."""
+    a source may spell out what a claim writes in digits. Kept for the texts read last: the
+    claim check reads a claim against every source, and the same abstracts answer many
+    questions."""
     text = _THOUSANDS.sub("", text)
     found = {_power_of_ten(m) for m in _POWER_OF_TEN.finditer(text)}
     text = _POWER_OF_TEN.sub(" ", text)  # their digits are not numbers of their own
@@ -103,7 +108,7 @@ def quantities(text: str, words: bool = False) -> set[Quantity]:
             (float(_NUMBER_WORDS[m.group(1).lower()]), _EXPONENTS.get((m.group(2) or "").lower(), 0))
             for m in _WORD_QUANTITY.finditer(text)
         }
-    return found
+    return frozenset(found)
 
 
 def _power_of_ten(match: re.Match[str]) -> Quantity:
@@ -122,11 +127,11 @@ def _same_quantity(a: Quantity, b: Quantity) -> bool:
 
 def unstated_numbers(claim: str, source: str) -> list[str]:
     """The numbers of a claim (written in digits) that the source does not state."""
-    stated = quantities(source, words=True)
-    return [f"{m:g}" + ("e" + str(e) if e else "") for m, e in sorted(quantities(claim)) if not quantity_stated((m, e), stated)]
+    return Statement(source).unstated_numbers(claim)
 
 
-def names(text: str) -> set[str]:
+@lru_cache(maxsize=8192)
+def names(text: str) -> frozenset[str]:
     """The claim words that name something, lower-cased: acronyms, CamelCase and words with
     digits ("NFNets", "GPT-4"), and other capitalised words, except sentence openers that
     name nothing: stop and discourse words, adverbs ("Specifically"), and verb forms
@@ -142,10 +147,10 @@ def names(text: str) -> set[str]:
         verb_form = opens and word[1:].islower() and word.endswith(("ed", "ing"))
         if inner or not (_opener(word) or verb_form):
             found.add(word.lower())
-    return found
+    return frozenset(found)
 
 
-def quantity_stated(quantity: Quantity, stated: set[Quantity]) -> bool:
+def quantity_stated(quantity: Quantity, stated: Collection[Quantity]) -> bool:
     """Whether a text stating ``stated`` (see `quantities`) states this quantity."""
     return any(_same_quantity(quantity, s) for s in stated)
 
@@ -153,15 +158,31 @@ def quantity_stated(quantity: Quantity, stated: set[Quantity]) -> bool:
 def unstated_names(claim: str, source: str) -> list[str]:
     """The names of a claim that the source does not contain, as written or, for an acronym,
     spelled out ("LLMs" is stated by "large language models")."""
-    lowered = source.lower()
-    initials = "".join(w[0] for w in re.findall(r"[a-z0-9]+", lowered))
-    missing = []
-    for name in sorted(names(claim)):
-        if name in lowered:
-            continue
-        if not spelled_out(name, lowered, initials):
-            missing.append(name)
-    return missing
+    return Statement(source).unstated_names(claim)
+
+
+class Statement:
+    """What a source text states, read when first asked and then kept, so that many claims
+    can be checked against it: its lower-cased text and its words' initials (for spelled-out
+    acronyms); its numbers are read by `quantities`, which keeps them."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.lowered = text.lower()
+
+    @cached_property
+    def initials(self) -> str:
+        return "".join(w[0] for w in re.findall(r"[a-z0-9]+", self.lowered))
+
+    def unstated_numbers(self, claim: str) -> list[str]:
+        """The numbers of a claim (written in digits) that this text does not state."""
+        return [f"{m:g}" + ("e" + str(e) if e else "") for m, e in sorted(quantities(claim))
+                if not quantity_stated((m, e), quantities(self.text, words=True))]
+
+    def unstated_names(self, claim: str) -> list[str]:
+        """The names of a claim that this text contains neither as written nor spelled out."""
+        return [name for name in sorted(names(claim))
+                if name not in self.lowered and not spelled_out(name, self.lowered, self.initials)]
 
 
 def spelled_out(name: str, lowered: str, initials: str | None = None) -> str | None:

@@ -8,7 +8,8 @@ built as the pipeline builds it for the ``openai`` backend (whole abstracts); th
 ``[@i]`` become the prompt's numbers (as the scripted server does). Then only the claim check
 is timed: `citations.attribute` (claims split, embedded with the real MiniLM, scored against
 every sentence, re-attributed) and the subject check (`words.mentions`). Search, context and
-the model are not part of it. The median of ``--repeat`` runs per reply. Never part of the test run.
+the model are not part of it. The median of ``--repeat`` runs per reply, each cold: the
+numbers and names that `words` keeps from earlier texts are cleared first. Never part of the test run.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from assistant import Assistant, evaluation  # noqa: E402
 from assistant.answer import citations, context  # noqa: E402
 from assistant.answer.context import render  # noqa: E402
 from assistant.retrieval import subject_terms  # noqa: E402
-from assistant.words import mentions  # noqa: E402
+from assistant.words import mentions, names, quantities  # noqa: E402
 from results import row, save  # noqa: E402
 from scripted_server import resolve  # noqa: E402
 
@@ -52,6 +53,7 @@ def main() -> None:
             subject = subject_terms(item["question"], assistant.bm25)
             runs = []
             for _ in range(args.repeat):
+                quantities.cache_clear(), names.cache_clear()  # cold: nothing read by an earlier run
                 started = time.perf_counter()
                 checked = citations.attribute(reply, sources, assistant.embedder.embed, item["question"])
                 cited = " ".join(f"{c.abstract.title} {c.abstract.text}" for c in checked.citations)

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from collections.abc import Callable
 
@@ -53,14 +54,14 @@ from assistant.corpus.display import sentences
 from assistant.types import Citation
 from assistant.words import (
     FRAMING,
+    Quantity,
+    Statement,
     content_words,
     named_terms,
     quantities,
     quantity_stated,
     share,
     specifics,
-    unstated_names,
-    unstated_numbers,
 )
 
 SUPPORT_THRESHOLD = 0.45
@@ -174,26 +175,44 @@ class Evidence:
     missing: tuple[str, ...] = ()
 
 
-def support(claim: str, claim_vector: np.ndarray, source: Source) -> Evidence:
-    """How well ``source`` states ``claim`` (see the module docstring, step 4)."""
-    abstract = source.hit.abstract
-    whole = f"{abstract.title}. {abstract.text}" if abstract.titled else abstract.text
-    missing = tuple(unstated_numbers(claim, whole) + unstated_names(claim, whole))
+class Reading:
+    """What `support` needs of one source, read when a claim first needs it and then kept
+    for the answer's other claims: what the whole abstract states (`Statement`), and each
+    sentence's content words and numbers."""
+
+    def __init__(self, source: Source) -> None:
+        abstract = source.hit.abstract
+        self.statement = Statement(f"{abstract.title}. {abstract.text}" if abstract.titled else abstract.text)
+        self._sentences = source.sentences
+
+    @cached_property
+    def words(self) -> tuple[frozenset[str], ...]:
+        return tuple(frozenset(content_words(s, with_numbers=False)) for s in self._sentences)
+
+    @cached_property
+    def numbers(self) -> tuple[frozenset[Quantity], ...]:
+        return tuple(quantities(s, words=True) for s in self._sentences)
+
+
+def support(claim: str, claim_vector: np.ndarray, source: Source, reading: Reading | None = None) -> Evidence:
+    """How well ``source`` states ``claim`` (see the module docstring, step 4). ``reading``:
+    the source's `Reading`, when several claims are checked against it."""
+    reading = reading or Reading(source)
+    missing = tuple(reading.statement.unstated_numbers(claim) + reading.statement.unstated_names(claim))
     if missing or not source.sentences:
         return Evidence(0.0, (), missing)
     words = content_words(claim, with_numbers=False) - FRAMING
     stated_numbers = quantities(claim)
-    per_sentence = [content_words(s, with_numbers=False) for s in source.sentences]
-    per_sentence_numbers = [quantities(s, words=True) for s in source.sentences]
     size = len(words) + len(stated_numbers)
     best = Evidence(-1.0)
     for first in range(len(source.sentences)):
         for last in range(first, min(first + 2, len(source.sentences))):
             vector = source.vectors[first : last + 1].sum(axis=0)
             cosine = float(vector @ claim_vector) / (float(np.linalg.norm(vector)) or 1.0)
-            found = len(words & set().union(*per_sentence[first : last + 1]))
-            in_unit = set().union(*per_sentence_numbers[first : last + 1])
-            found += sum(quantity_stated(q, in_unit) for q in stated_numbers)
+            found = len(words & frozenset().union(*reading.words[first : last + 1]))
+            if stated_numbers:
+                in_unit = frozenset().union(*reading.numbers[first : last + 1])
+                found += sum(quantity_stated(q, in_unit) for q in stated_numbers)
             lexical = found / size if size else 0.0
             score = COSINE_WEIGHT * cosine + (1.0 - COSINE_WEIGHT) * lexical
             if score > best.score:
@@ -291,8 +310,9 @@ def attribute(
         else:
             checked.append(claim)
     vectors = embed([_claim_core(c.text) or c.text for c in checked]) if checked else []
+    readings = {n: Reading(s) for n, s in by_number.items()}
     for claim, vector in zip(checked, vectors, strict=True):
-        claim.evidence = {n: support(_claim_core(claim.text), vector, s) for n, s in by_number.items()}
+        claim.evidence = {n: support(_claim_core(claim.text), vector, s, readings[n]) for n, s in by_number.items()}
         backed = {n: e.score for n, e in claim.evidence.items() if e.score >= SUPPORT_THRESHOLD}
         allowed = {n: v for n, v in backed.items() if n in citable or (strong_exempt and v >= STRONG_SUPPORT)}
         if allowed:
