@@ -18,7 +18,9 @@
    prompt and cited, the verdicts' confusion matrix, wrong verdicts shown, latency. Tune only
    on the training questions 0:250; 250:500 are the check.
 
-Writes ``benchmarks/results/answers.json`` (1-3) or ``benchmarks/results/pubmedqa.json`` (4).
+Writes ``benchmarks/results/answers.json`` (1-3) or ``benchmarks/results/pubmedqa.json`` (4;
+``pubmedqa_verdicts_on.json`` with ``--verdicts on``: the local model's own verdicts, kept, for
+their confusion matrix).
 Never part of the test run.
 """
 
@@ -164,7 +166,9 @@ def pubmedqa_section(args: argparse.Namespace) -> None:
     ]
     for r in rows:
         print(f"{r['figure']}: {r['value']}")
-    save("pubmedqa", "Answers to questions written by others: PubMedQA-L (biomedicine), local model", rows,
+    name = "pubmedqa" if args.verdicts == "auto" else f"pubmedqa_verdicts_{args.verdicts}"
+    title = "Answers to questions written by others: PubMedQA-L (biomedicine), local model"
+    save(name, title + ("" if args.verdicts == "auto" else f", verdicts {args.verdicts}"), rows,
          note=f"local model {assistant.settings.llm_model}, verdicts setting {args.verdicts}. Questions 0:250 of the "
               "training split were tuned on; 250:500 never were. The answering sentence is the gold abstract's "
               "sentence closest to its own conclusion (long_answer).",
