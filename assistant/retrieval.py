@@ -43,7 +43,7 @@ from assistant.index.embedders import Embedder
 from assistant.index.store import ChromaStore
 from assistant.settings import Settings
 from assistant.types import Abstract, Chunk, Hit
-from assistant.words import named_terms
+from assistant.words import question_names
 
 CHUNKS_PER_ABSTRACT = 3
 _WORD = re.compile(r"\w+")
@@ -147,14 +147,16 @@ UNIQUE_SUBJECT_MAX_ABSTRACTS = 2
 def subject_terms(question: str, bm25: Bm25Index) -> dict[str, list[str]]:
     """The question's named terms (lower-case) that only a few indexed abstracts contain,
     each with the ids of those abstracts. A name no abstract contains is left out: it may be
-    spelled differently in the index.
+    spelled differently in the index. A capital the question had to have (its first word, a
+    title's words: `question_names`) names nothing: "Storage of vaccines: weak link?" put to
+    an index where "storage" is rare has no subject, and is not let past the relevance gate.
 
     BM25 is case-blind, so an acronym that is also a word ("LIMIT": 54 of the sample's 330
     abstracts say "limit") looks common. Such an acronym is counted again as written, and
     kept as written when it is rare that way.
     """
     limit = int(max(SUBJECT_MAX_ABSTRACTS, SUBJECT_MAX_SHARE * len(bm25.ids)))
-    terms = {term: ids for term in named_terms(question) if (ids := bm25.containing(term, limit))}
+    terms = {term: ids for term in question_names(question) if (ids := bm25.containing(term, limit))}
     for acronym in dict.fromkeys(ACRONYM.findall(question)):
         if acronym.lower() not in terms and (ids := bm25.with_acronym(acronym, limit)):
             terms[acronym] = ids

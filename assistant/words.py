@@ -47,6 +47,9 @@ _VERSION = re.compile(r"[vV]?\d+(?:\.\d+)?[a-z]?")  # "ColBERTv2", "Llama2", "GP
 _NAME_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9\-']*[A-Za-z0-9]|[A-Z]")
 _SENTENCE_START = re.compile(r"(?:^|[.!?:;]\s+|\(\s*)$")
 _LOWER_SUFFIX = re.compile(r"(?<=[A-Za-z0-9])(?:-[a-z]+)+$")
+_NAME_WORD = re.compile(r"(?<![\d])[A-Za-z][A-Za-z0-9\-]+")
+_CLAUSE_START = re.compile(r"(?:^|[.!?:;]\s+)[\"'(\[]*$")
+TITLE_CASE_SHARE = 0.6  # of a question's content words capitalised: title case
 _STEMMER = Stemmer.Stemmer("english")
 _OPENERS = {
     "we", "our", "its", "both", "each", "however", "overall", "moreover", "furthermore", "thus",
@@ -233,6 +236,30 @@ def named_terms(text: str) -> set[str]:
         )
         if any(c.isupper() for c in word) and not _opener(word)
     }
+
+
+def question_names(question: str) -> set[str]:
+    """The named terms of a question (`named_terms`), leaving out the words whose capital
+    the writer had to write: the first word of a question (ending in "?") or of one of its
+    clauses ("Storage of vaccines: weak link?", "Would …?"; a question that does not open
+    with a question word is a title), and every word of a question in title case
+    ("Is Acupuncture Efficacious for Treating Vocal Pathologies?"). There, only a name's own
+    shape marks it: capitals or digits after its first letter ("DReSD", "Time-MoE", "GPT-4"),
+    and only digits in a question written all in capitals."""
+    found = [(m.start(), _LOWER_SUFFIX.sub("", m.group(0))) for m in _NAME_WORD.finditer(question)]
+    content = [w for _, w in found if w.lower() not in _STOP and w.isalpha()]
+    title_case = len(content) >= 3 and sum(w[0].isupper() for w in content) >= TITLE_CASE_SHARE * len(content)
+    shouted = len(content) >= 3 and all(w.isupper() for w in content)  # all capitals: no word's shape says anything
+    asks = question.rstrip().endswith("?")  # a statement often opens with its subject ("Aspirin inhibits …")
+    names_ = set()
+    for start, word in found:
+        if not any(c.isupper() for c in word) or _opener(word):
+            continue
+        shaped = any(c.isdigit() for c in word[1:]) or not shouted and any(c.isupper() for c in word[1:])
+        forced = title_case or asks and bool(_CLAUSE_START.search(question[:start]))
+        if shaped or not forced:
+            names_.add(word.lower())
+    return names_
 
 
 def _opener(word: str) -> bool:

@@ -46,6 +46,13 @@ def test_a_question_the_abstracts_do_not_answer_is_an_abstention(sample_index: A
         assert answer.evidence == [], "nothing relevant was found, so nothing is offered"
 
 
+def test_a_question_from_another_field_put_as_a_title_is_not_asked(sample_index: Assistant) -> None:
+    # a PubMedQA title: its capitalised "Vocal" is in one ML abstract (music generation), yet it names nothing
+    answer = sample_index.ask("Is Acupuncture Efficacious for Treating Phonotraumatic Vocal Pathologies?")
+    assert answer.abstained and answer.abstain_reason == "low_relevance", answer.abstain_reason
+    assert answer.raw_text == "", "the model was not asked"
+
+
 def test_a_terse_question_about_an_indexed_paper_is_answered(sample_index: Assistant) -> None:
     answer = sample_index.ask("What is Time-MoE?")
     assert not answer.abstained, answer.abstain_reason

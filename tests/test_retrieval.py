@@ -52,6 +52,8 @@ def test_subject_terms_are_the_names_few_abstracts_contain(tmp_path: Path) -> No
     index.build([Abstract(id=str(n), text=t, title="", source="x", titled=False) for n, t in enumerate(texts)])
     # "Transformer" is in all 8 abstracts, "Granite" in none (perhaps spelled otherwise): neither is a subject
     assert subject_terms("How many parameters do the Time-MoE Transformer and Granite have?", index) == {"time-moe": ["7"]}
+    # a title's capitals name nothing: "Forecasting" is rare here, yet not a subject
+    assert subject_terms("Can Time-MoE Improve Forecasting?", index) == {"time-moe": ["7"]}
 
 
 def test_a_near_unique_name_earns_the_larger_bonus(tmp_path: Path) -> None:

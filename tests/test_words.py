@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from assistant.words import mentions, names, quantities, unstated_names, unstated_numbers
+from assistant.words import mentions, names, quantities, question_names, unstated_names, unstated_numbers
 
 
 def test_numbers_are_read_as_quantities() -> None:
@@ -49,3 +49,15 @@ def test_a_subject_is_mentioned_in_its_spelling_variants_and_not_inside_another_
     assert not mentions("time-moe", "the ultimate MoE design")  # word boundaries hold
     assert not mentions("bert", "RoBERTa is robustly optimised") and not mentions("dresd", "a dense retrieval model")
     assert not mentions("LIMIT", "the limit of embeddings")  # an acronym that is also a word keeps its case
+
+
+def test_a_questions_names_leave_out_the_capitals_its_writer_had_to_write() -> None:
+    assert question_names("How does Pangu Ultra keep training stable, and what does DReSD do?") == {"pangu", "ultra", "dresd"}
+    # the first word of a question or clause, and every word of a title, is capitalised whatever it is
+    assert question_names("Storage of vaccines in the community: weak link in the cold chain?") == set()
+    assert question_names('"Would a man smell a rose then throw it away?') == set()
+    assert question_names("Is Acupuncture Efficacious for Treating Phonotraumatic Vocal Pathologies?") == set()
+    # there a name still shows by its own shape; in all capitals, only by its digits
+    assert question_names("Does Time-MoE Beat GPT-4 on Long Horizons?") == {"time-moe", "gpt-4"}
+    assert question_names("PREVALENCE OF STREPTOCOCCUS AGALACTIAE IN PREGNANT WOMEN ON DAY 3") == set()
+    assert question_names("WHAT SCORE DOES GPT-4 REACH ON MMLU?") == {"gpt-4"}

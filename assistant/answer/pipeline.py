@@ -99,6 +99,14 @@ def _abstention(
     )
 
 
+def gated(hits: list[Hit], subject: Mapping[str, list[str]], min_relevance: float) -> bool:
+    """Whether the model is not asked (``low_relevance``): nothing was retrieved, or the top
+    hit's relevance is below ``min_relevance`` and it is not one of the abstracts that name
+    the question's ``subject`` (`subject_terms`)."""
+    named = {i for ids in subject.values() for i in ids}
+    return not hits or (hits[0].relevance < min_relevance and hits[0].abstract.id not in named)
+
+
 def stream_answer(
     parts: Parts,
     question: str,
@@ -121,8 +129,7 @@ def stream_answer(
     yield Retrieved(query, hits)
     generator = parts.load_generator()
     subject = subject_terms(query, parts.lexical)
-    named = {i for ids in subject.values() for i in ids}
-    if not hits or (hits[0].relevance < settings.min_relevance and hits[0].abstract.id not in named):
+    if gated(hits, subject, settings.min_relevance):
         timings["total"] = time.perf_counter() - started
         yield _abstention(query, hits, "low_relevance", generator.model_name, timings=timings)
         return
