@@ -2,8 +2,9 @@
 
 Numbers are compared as quantities, not strings: "2.4B", "2.4 billion" and "2,400 million"
 are one value, "21.5 %" and "21.5 percent" one number, "$10^{-3}$", "1e-3" and "0.001" one
-value, and a source that writes "three" states 3. Names are the words a claim may only use when its source has them: acronyms,
-CamelCase, words with digits and capitalised words inside a sentence.
+value, and a source that writes "three" states 3. Names are the words a claim may only use
+when its source has them: acronyms, CamelCase, words with digits and capitalised words inside
+a sentence.
 """
 
 from __future__ import annotations
@@ -208,8 +209,9 @@ def mentions(term: str, text: str) -> bool:
     """Whether a text names ``term`` in any common spelling of it: with or without hyphens
     and spaces ("Time-MoE", "TimeMoE", "Time MoE"), singular or plural ("NFNet", "NFNets"), or,
     for an acronym, spelled out ("LLM": "large language models"), or with a version ("ColBERTv2").
-    Word boundaries hold: "Time-MoE" is not in "ultimate MoE", nor "BERT" in "RoBERTa". A term that is not lower-case is matched in its case (an
-    acronym that is also a word: "LIMIT" is not "limit")."""
+    Word boundaries hold: "Time-MoE" is not in "ultimate MoE", nor "BERT" in "RoBERTa". A term
+    that is not lower-case is matched in its case (an acronym that is also a word: "LIMIT" is
+    not "limit")."""
     exact = not term.islower()
     words = re.findall(r"[A-Za-z0-9]+", text if exact else text.lower())
     wanted = "".join(re.findall(r"[A-Za-z0-9]+", term))
@@ -229,13 +231,12 @@ def named_terms(text: str) -> set[str]:
     CamelCase, names; a capitalised first word counts too, names often start answers).
     A lower-case suffix is not part of the name: "DenseNet-based" → "densenet". Words
     that open sentences without naming anything ("Yes", "We", "Specifically") are not names."""
-    return {
-        word.lower()
-        for word in (
-            _LOWER_SUFFIX.sub("", w) for w in re.findall(r"(?<![\d])[A-Za-z][A-Za-z0-9\-]+", text)
-        )
-        if any(c.isupper() for c in word) and not _opener(word)
-    }
+    return {word.lower() for word in (_LOWER_SUFFIX.sub("", w) for w in _NAME_WORD.findall(text)) if _capitalised(word)}
+
+
+def _capitalised(word: str) -> bool:
+    """A word written with a capital that is not a sentence opener (`_opener`)."""
+    return any(c.isupper() for c in word) and not _opener(word)
 
 
 def question_names(question: str) -> set[str]:
@@ -253,7 +254,7 @@ def question_names(question: str) -> set[str]:
     asks = question.rstrip().endswith("?")  # a statement often opens with its subject ("Aspirin inhibits …")
     names_ = set()
     for start, word in found:
-        if not any(c.isupper() for c in word) or _opener(word):
+        if not _capitalised(word):
             continue
         shaped = any(c.isdigit() for c in word[1:]) or not shouted and any(c.isupper() for c in word[1:])
         forced = title_case or asks and bool(_CLAUSE_START.search(question[:start]))

@@ -7,8 +7,8 @@ altered, wrong-source, partial and refusal rows), the question is searched and i
 built as the pipeline builds it for the ``openai`` backend (whole abstracts); the reply's
 ``[@i]`` become the prompt's numbers (as the scripted server does). Then only the claim check
 is timed: `citations.attribute` (claims split, embedded with the real MiniLM, scored against
-every sentence, re-attributed) and the subject check (`words.mentions`). Search, context and
-the model are not part of it. The median of ``--repeat`` runs per reply, each cold: the
+every sentence, re-attributed) and the subject check (`pipeline.names_subject`). Search,
+context and the model are not part of it. The median of ``--repeat`` runs per reply, each cold: the
 numbers and names that `words` keeps from earlier texts are cleared first. Never part of the test run.
 """
 
@@ -27,8 +27,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 from assistant import Assistant, evaluation  # noqa: E402
 from assistant.answer import citations, context  # noqa: E402
 from assistant.answer.context import render  # noqa: E402
+from assistant.answer.pipeline import names_subject  # noqa: E402
 from assistant.retrieval import subject_terms  # noqa: E402
-from assistant.words import mentions, names, quantities  # noqa: E402
+from assistant.words import names, quantities  # noqa: E402
 from results import row, save  # noqa: E402
 from scripted_server import resolve  # noqa: E402
 
@@ -53,11 +54,11 @@ def main() -> None:
             subject = subject_terms(item["question"], assistant.bm25)
             runs = []
             for _ in range(args.repeat):
-                quantities.cache_clear(), names.cache_clear()  # cold: nothing read by an earlier run
+                quantities.cache_clear()  # cold: nothing read by an earlier run is kept
+                names.cache_clear()
                 started = time.perf_counter()
                 checked = citations.attribute(reply, sources, assistant.embedder.embed, item["question"])
-                cited = " ".join(f"{c.abstract.title} {c.abstract.text}" for c in checked.citations)
-                any(mentions(term, cited) for term in subject)
+                names_subject(subject, checked.citations)
                 runs.append(time.perf_counter() - started)
             costs.append(statistics.median(runs) * 1000)
             claims.append(len(citations.split_claims(reply)))

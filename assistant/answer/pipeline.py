@@ -48,7 +48,7 @@ from assistant.index.bm25 import Bm25Index
 from assistant.index.embedders import Embedder
 from assistant.retrieval import SearchFilters, subject_terms
 from assistant.settings import Settings
-from assistant.types import Answer, Hit, Retrieved
+from assistant.types import Answer, Citation, Hit, Retrieved
 from assistant.words import mentions
 
 ABSTAIN_MESSAGES = {
@@ -105,6 +105,13 @@ def gated(hits: list[Hit], subject: Mapping[str, list[str]], min_relevance: floa
     the question's ``subject`` (`subject_terms`)."""
     named = {i for ids in subject.values() for i in ids}
     return not hits or (hits[0].relevance < min_relevance and hits[0].abstract.id not in named)
+
+
+def names_subject(subject: Mapping[str, list[str]], cited: list[Citation]) -> bool:
+    """Whether a cited abstract names one of the question's ``subject`` terms, in any
+    spelling (`words.mentions`)."""
+    text = " ".join(f"{c.abstract.title} {c.abstract.text}" for c in cited)
+    return any(mentions(term, text) for term in subject)
 
 
 def stream_answer(
@@ -169,8 +176,7 @@ def stream_answer(
         yield _abstention(query, shown, reason, generator.model_name, declined=checked.declined,
                           withheld=checked.withheld, evidence=evidence(), **fields)
         return
-    cited = " ".join(f"{c.abstract.title} {c.abstract.text}" for c in checked.citations)
-    if subject and not any(mentions(term, cited) for term in subject):
+    if subject and not names_subject(subject, checked.citations):
         yield _abstention(query, shown, "subject_not_cited", generator.model_name, subject=_as_written(subject, query),
                           evidence=evidence(), **fields)
         return
