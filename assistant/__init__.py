@@ -24,10 +24,12 @@ from assistant.types import (  # noqa: E402
     Answer,
     Chunk,
     Citation,
+    Finding,
     Hit,
     IngestReport,
     Rejected,
     Retrieved,
+    Study,
 )
 
 _default: Assistant | None = None
@@ -63,6 +65,7 @@ __all__ = [
     "Chat",
     "Chunk",
     "Citation",
+    "Finding",
     "GenerationError",
     "Hit",
     "IngestReport",
@@ -71,6 +74,7 @@ __all__ = [
     "Retrieved",
     "SearchFilters",
     "Settings",
+    "Study",
     "ask",
     "ask_stream",
     "default_assistant",

@@ -80,13 +80,70 @@ class Hit:
 
 
 @dataclass(frozen=True)
+class Study:
+    """A study at a glance, read from its record: year, journal, publication type (the
+    study's design where the record says it: "Randomized Controlled Trial", "Review") and the
+    sample size the abstract states (None where it states none in a form read as one)."""
+
+    year: int | None = None
+    journal: str | None = None
+    publication_type: str | None = None
+    sample_size: int | None = None
+
+    def line(self) -> str:
+        """"2000 · J Gen Intern Med · Randomized Controlled Trial · n = 1,099" (what is known)."""
+        parts = [str(self.year) if self.year else "", self.journal or "", self.publication_type or "",
+                 f"n = {self.sample_size:,}" if self.sample_size else ""]
+        return " · ".join(p for p in parts if p)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A paper's own sentence, quoted verbatim, chosen by code before the model writes: its
+    authors' conclusion (``kind`` "conclusion": the section a structured abstract labels as
+    one, else closing sentences that conclude) or the result that best answers the question
+    ("result"). ``section`` is the label of the section it is in ("RESULTS"), None for an
+    unstructured abstract; ``study`` the paper's snapshot; ``rank`` its hit's search rank."""
+
+    abstract: Abstract
+    text: str
+    kind: str
+    section: str | None = None
+    study: Study = field(default_factory=Study)
+    rank: int = 0
+
+
+def by_paper(findings: list[Finding]) -> list[list[Finding]]:
+    """The findings grouped per paper (result, then conclusion), papers in the order they come."""
+    groups: dict[str, list[Finding]] = {}
+    for finding in findings:
+        groups.setdefault(finding.abstract.id, []).append(finding)
+    return list(groups.values())
+
+
+def findings_lines(findings: list[Finding]) -> list[str]:
+    """The findings as text lines, one block per paper: its rank and title, its study snapshot,
+    then each finding quoted with its kind and section ("Conclusion (CONCLUSIONS): “…”")."""
+    lines = []
+    for group in by_paper(findings):
+        first = group[0]
+        snapshot = first.study.line()
+        lines.append(f"{first.rank}. {first.abstract.title}" + (f" ({snapshot})" if snapshot else ""))
+        for finding in group:
+            where = f" ({finding.section})" if finding.section else ""
+            lines.append(f"   {finding.kind.capitalize()}{where}: \u201c{finding.text}\u201d")
+    return lines
+
+
+@dataclass(frozen=True)
 class Retrieved:
     """The first event of an answer stream (`Assistant.ask_events`): the abstracts found for
-    ``question`` (the standalone question, after a chat follow-up is rewritten), before the
-    model writes anything."""
+    ``question`` (the standalone question, after a chat follow-up is rewritten), and each
+    relevant one's findings (`Finding`), before the model writes anything."""
 
     question: str
     hits: list[Hit]
+    findings: list[Finding] = field(default_factory=list)
 
 
 @dataclass
@@ -150,8 +207,11 @@ class Answer:
     sources do not answer (never cited); ``verdict`` the answer to a yes/no question (yes, no,
     mixed; None for other questions, and for a model whose verdicts are not trusted), each
     paper's in its `Citation`; ``withheld`` the verdicts left out of ``text`` for such a model;
-    ``timings`` are seconds (retrieve, first_token, total); ``raw_text`` is what the model
-    wrote before citations were verified.
+    ``findings`` are the relevant papers' own sentences, chosen before the model wrote
+    (`Finding`; the same list as the stream's `Retrieved`); ``quoted`` those the answer opens
+    with, in the authors' words (for a yes/no question from a model whose verdicts are not
+    trusted). ``timings`` are seconds (retrieve, findings, first_token, total); ``raw_text`` is
+    what the model wrote before citations were verified.
     """
 
     text: str
@@ -165,6 +225,8 @@ class Answer:
     verdict: str | None = None
     withheld: list[str] = field(default_factory=list)
     evidence: list[Citation] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    quoted: list[Finding] = field(default_factory=list)
     excerpts: list[str] = field(default_factory=list)
     question: str = ""
     model: str = ""
@@ -190,10 +252,13 @@ class Answer:
         return f"Verdict: {self.verdict} " + "".join(f"[{c.number}]" for c in rests)
 
     def to_markdown(self) -> str:
-        """The verdict if any, the answer's text, then a numbered reference list with links (for
-        notes); for an abstention, the closest evidence found, each sentence with its paper."""
+        """The relevant papers' findings, the verdict if any, the answer's text, then a numbered
+        reference list with links (for notes); for an abstention, the closest evidence found,
+        each sentence with its paper."""
         verdict = self.verdict_line()
-        lines = [f"**{verdict}**", "", self.text] if verdict else [self.text]
+        lines = ["**Findings** (quoted from each paper)", "", *(f"    {line}" for line in findings_lines(self.findings)),
+                 ""] if self.findings else []
+        lines += [f"**{verdict}**", "", self.text] if verdict else [self.text]
         if self.evidence:
             lines += ["", "**Closest evidence found** (not an answer)", ""]
             for c in self.evidence:

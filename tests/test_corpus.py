@@ -318,7 +318,8 @@ def test_csl_json_items_are_told_from_other_json_by_their_fields() -> None:
     abstracts, rejected = _split(corpus.load([FORMATS / "zotero-csl.json"]))
     gait, moe = abstracts
     assert (gait.authors, gait.year, gait.pmid, gait.extra) == (
-        ("Moreau, Claire", "Tanaka, Hiroshi"), 2023, "99000004", {"journal": "Example Movement Disorders Journal"})
+        ("Moreau, Claire", "Tanaka, Hiroshi"), 2023, "99000004",
+        {"journal": "Example Movement Disorders Journal", "publication_type": "Journal article"})
     assert moe.arxiv_id == "2405.01234" and moe.authors == ("Ivanova, Mira", "Example Lab") and moe.year == 2024
     assert [r.reason for r in rejected] == ["record 3: the item has no abstract (CSL field abstract)"]
 

@@ -51,6 +51,9 @@ def _year(issued: Any) -> Any:
     return issued
 
 
+_KIND = {"article-journal": "Journal article", "paper-conference": "Conference paper", "article": "Article"}
+
+
 def fields(item: Mapping[str, Any]) -> dict[str, Any]:
     """A CSL JSON item mapped onto the generic field names of `records.to_abstract`."""
     names = [_name(a) for a in item.get("author") or []] if isinstance(item.get("author"), list) else []
@@ -63,6 +66,7 @@ def fields(item: Mapping[str, Any]) -> dict[str, Any]:
         "authors": [n for n in names if n],
         "year": _year(item.get("issued")),
         "journal": item.get("container-title"),
+        "publication_type": _KIND.get(str(item.get("type")), str(item.get("type", "")).replace("-", " ").capitalize()),
         "doi": item.get("DOI"),
         "pmid": item.get("PMID"),
         "arxiv_id": arxiv,

@@ -49,6 +49,7 @@ def fields(work: Mapping[str, Any]) -> dict[str, Any]:
         "authors": [a for a in authors if a],
         "year": work.get("publication_year") or work.get("publication_date"),
         "journal": source.get("display_name"),
+        "publication_type": str(work.get("type") or "").replace("-", " ").capitalize() or None,
         "doi": doi,
         "pmid": identifiers.pmid(ids.get("pmid")),
         "arxiv_id": _arxiv(work) or identifiers.arxiv_id(doi),

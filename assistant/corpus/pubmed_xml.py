@@ -3,11 +3,14 @@
 Parsed with ``defusedxml`` (no entity expansion, no external entities: a hostile file cannot
 blow up memory or read local files) as a stream: each ``PubmedArticle`` is read, turned into
 an abstract and freed, so a baseline file of 30,000 articles is never held whole. Structured
-abstracts keep their section labels, in order ("BACKGROUND: … METHODS: …").
+abstracts keep their section labels, in order ("BACKGROUND: … METHODS: …"), and the NLM
+category of each label (``extra["nlm_categories"]``, read by `sections`); the publication types
+are kept too (``extra["publication_type"]``).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,13 +39,18 @@ def _text(element: Element | None) -> str:
     return " ".join("".join(element.itertext()).split()) if element is not None else ""
 
 
-def _abstract(article: Element) -> str:
-    parts = []
+def _abstract(article: Element) -> tuple[str, dict[str, str]]:
+    """The abstract's text, each section opening with its label as PubMed writes it ("RESULTS:
+    …"), and each label's NLM category where the record gives one ({"FINDINGS": "RESULTS"})."""
+    parts, categories = [], {}
     for section in article.iterfind("MedlineCitation/Article/Abstract/AbstractText"):
-        text, label = _text(section), section.get("Label")
+        text, category = _text(section), section.get("NlmCategory")
+        label = section.get("Label") or (category if category and category != "UNASSIGNED" else None)
         if text:
             parts.append(f"{label}: {text}" if label else text)
-    return " ".join(parts)
+            if label and category and category != "UNASSIGNED":
+                categories[label.upper()] = category
+    return " ".join(parts), categories
 
 
 def _authors(article: Element) -> list[str]:
@@ -68,10 +76,14 @@ def fields(article: Element) -> dict[str, Any]:
     doi = ids.get("doi") or next(
         (_text(e) for e in article.iterfind("MedlineCitation/Article/ELocationID") if e.get("EIdType") == "doi"), None
     )
+    text, categories = _abstract(article)
+    kinds = [_text(t) for t in article.iterfind("MedlineCitation/Article/PublicationTypeList/PublicationType")]
     return {
         "id": f"pmid:{pmid}" if pmid else None,
         "title": _text(article.find("MedlineCitation/Article/ArticleTitle")),
-        "abstract": _abstract(article),
+        "abstract": text,
+        "nlm_categories": json.dumps(categories) if categories else None,
+        "publication_type": "; ".join(k for k in kinds if k) or None,
         "authors": _authors(article),
         "year": _year(article),
         "journal": _text(article.find("MedlineCitation/Article/Journal/Title")),

@@ -1,7 +1,7 @@
 """Map a record with common field names (JSON, CSV, BibTeX) onto an `Abstract`.
 
 Recognised without options: generic records (title, abstract|text|summary, id, authors,
-year|date, url, doi, pmid, arxiv_id, journal|venue), the arXiv metadata snapshot (id, authors,
+year|date, url, doi, pmid, arxiv_id, journal|venue, publication_type), the arXiv metadata snapshot (id, authors,
 versions, update_date, categories) and BEIR ``corpus.jsonl`` (``_id``, ``title``, ``text``,
 ``metadata``). The format modules that read other field names (RIS, MEDLINE, CSL JSON, ...)
 map their records onto these names first.
@@ -27,10 +27,13 @@ URL_FIELDS = ("url", "link", "pdf_url", "html_url")
 AUTHOR_FIELDS = ("authors", "author")
 ARXIV_FIELDS = ("arxiv_id", "arxiv", "eprint")
 VENUE_FIELDS = ("journal", "venue")
+KIND_FIELDS = ("publication_type", "publication_types", "pub_type")
 MIN_ABSTRACT_CHARS = 40
 
 _YEAR = re.compile(r"\b(1[89]\d\d|20\d\d)\b")
-_KNOWN = set(TEXT_FIELDS + ID_FIELDS + DATE_FIELDS + URL_FIELDS + AUTHOR_FIELDS + ARXIV_FIELDS + VENUE_FIELDS) | {
+_KNOWN = set(
+    TEXT_FIELDS + ID_FIELDS + DATE_FIELDS + URL_FIELDS + AUTHOR_FIELDS + ARXIV_FIELDS + VENUE_FIELDS + KIND_FIELDS
+) | {
     "title",
     "doi",
     "pmid",
@@ -152,6 +155,11 @@ def to_abstract(
     venue = _first(lowered, VENUE_FIELDS)
     if isinstance(venue, str) and venue.strip():
         extra["journal"] = normalize_text(venue)
+    kind = _first(lowered, KIND_FIELDS)
+    if isinstance(kind, list):
+        kind = "; ".join(str(k) for k in kind if k)
+    if isinstance(kind, str) and kind.strip():
+        extra["publication_type"] = normalize_text(kind)
     return Abstract(
         id=record_id or content_id(text),
         text=text,

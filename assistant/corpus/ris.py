@@ -70,6 +70,8 @@ def fields(entry: dict[str, Any]) -> dict[str, Any]:
         "authors": entry.get("authors") or entry.get("first_authors"),
         "year": _first(entry, "year", "publication_year", "date"),
         "journal": _first(entry, "journal_name", "alternate_title3", "secondary_title", "alternate_title1"),
+        "publication_type": rispy.TYPE_OF_REFERENCE_MAPPING.get(entry.get("type_of_reference", ""))
+        or entry.get("type_of_reference"),
         "doi": entry.get("doi"),
         "pmid": pmid,
         "url": _first(entry, "urls"),
