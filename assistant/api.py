@@ -13,14 +13,14 @@ from typing import Any
 from filelock import FileLock
 
 from assistant.answer import generators
-from assistant.answer.pipeline import Event, Parts, condense, final, stream_answer
+from assistant.answer.pipeline import Event, Parts, condense, final, gated, read_findings, stream_answer
 from assistant.index import embedders
 from assistant.index.bm25 import Bm25Index
 from assistant.index.ingest import ingest as run_ingest
 from assistant.index.store import ChromaStore
-from assistant.retrieval import HybridRetriever, SearchFilters
+from assistant.retrieval import HybridRetriever, SearchFilters, subject_terms
 from assistant.settings import Settings
-from assistant.types import Answer, Hit, IngestReport, Retrieved
+from assistant.types import Answer, Finding, Hit, IngestReport, Retrieved
 
 MAX_QUESTION_CHARS = 4000
 
@@ -161,6 +161,21 @@ class Assistant:
         self.ensure_corpus()
         self.refresh_lexical()
         return self.retriever.search(question, k, parsed)
+
+    def findings(
+        self,
+        question: str,
+        k: int | None = None,
+        filters: SearchFilters | Mapping[str, Any] | None = None,
+    ) -> list[Finding]:
+        """The relevant papers' findings for a question, without the model: each one's result
+        and its authors' conclusion, quoted (what `ask_events` shows before the model writes).
+        Empty when nothing retrieved is relevant enough to answer from."""
+        question = check_question(question)
+        hits = self.search(question, k or self.settings.context.top_k, filters)
+        if gated(hits, subject_terms(question, self.bm25), self.settings.min_relevance):
+            return []
+        return read_findings(self.answering(), question, hits)[1]
 
     def ask_events(
         self,

@@ -190,6 +190,15 @@ class Settings(BaseSettings):
         default=2000,
         description="Token budget of the sources shown to the model in the `abstracts` style.",
     )
+    quoted_context_tokens: int = Field(
+        default=160,
+        description="Token budget of the sources in the `sentences` style when the answer opens with the papers' "
+        "own conclusions, quoted (a yes/no question, for a model whose verdicts are not trusted): the quotes carry "
+        "the conclusions, and the model, shown each paper's result finding first, adds the deciding result.",
+    )
+    quoted_max_tokens: int = Field(
+        default=60, description="Most tokens the model may add after such quoted conclusions (one sentence)."
+    )
     source_score_ratio: float = Field(
         default=0.5,
         description="Sources shown to the model must score at least this share of the best hit.",

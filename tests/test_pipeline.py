@@ -11,9 +11,11 @@ import pytest
 
 from assistant import Answer, Assistant, QuestionError, Retrieved
 from assistant.answer.pipeline import ABSTAIN_MESSAGES, EVIDENCE_NOTE, condense
+from assistant.settings import BUNDLED_CORPUS
 
 from scripted_server import MODEL, ScriptedServer
 
+FINDINGS = Path(__file__).parent / "data" / "findings"
 DEV = {item["id"]: item for item in map(json.loads, (Path(__file__).parent / "data" / "dev.jsonl").read_text().splitlines())}
 
 pytestmark = pytest.mark.slow
@@ -130,16 +132,42 @@ def test_a_question_naming_an_indexed_paper_is_not_gated_away_by_a_low_cosine(sa
     assert not answer.abstained and "(DReSD)" in answer.citations[0].abstract.text
 
 
-def test_a_yes_or_no_question_gets_the_local_models_cited_finding_without_a_verdict(sample_index: Assistant) -> None:
-    # the local model's verdicts are no better than the majority class (benchmarks/answers.py): findings only
-    answer = sample_index.ask("Does DReSD use dense retrieval?")
-    if answer.abstained:  # it only restated the question: withheld, and the evidence is offered
-        assert answer.abstain_reason == "verdict_only" and answer.withheld, answer.raw_text
-        assert "(DReSD)" in answer.evidence[0].abstract.text
-    else:
-        assert "(DReSD)" in answer.citations[0].abstract.text
+def test_a_yes_or_no_question_gets_the_papers_own_words_and_no_verdict_from_the_local_model(
+    sample_index: Assistant,
+) -> None:
+    # the local model's verdicts are no better than the majority class (benchmarks/answers.py): the
+    # answer opens with the paper's own finding, quoted, and the model adds its cited result
+    events = list(sample_index.ask_events("Does DReSD use dense retrieval?"))
+    retrieved, answer = events[0], events[-1]
+    assert isinstance(retrieved, Retrieved) and retrieved.findings and retrieved.findings == answer.findings
+    assert not answer.abstained, answer.raw_text
+    [quote] = answer.quoted
+    assert "(DReSD)" in quote.abstract.text and quote.text in quote.abstract.text
+    assert answer.text.startswith(f"The authors of [1] {'conclude' if quote.kind == 'conclusion' else 'report'}: "
+                                  f"\u201c{quote.text}\u201d")
+    assert answer.citations[0].abstract == quote.abstract and quote.text in answer.citations[0].evidence
     assert answer.verdict is None and all(c.verdict is None for c in answer.citations)
     assert not re.match(r"\s*(yes|no)\b\s*[,.:;]", answer.text, re.IGNORECASE), answer.text
+
+
+def test_a_structured_abstracts_conclusion_leads_and_the_findings_come_before_the_model(tmp_path: Path) -> None:
+    assistant = Assistant(data_dir=tmp_path, auto_ingest=False)
+    assistant.ingest([FINDINGS / "pubmed-conclusions.xml", BUNDLED_CORPUS / "000_f4a0e3667c329c35.txt"])
+    question = "Does low-dose aspirin prevent a second stroke after a minor stroke?"
+    events = assistant.ask_events(question)
+    retrieved = next(events)
+    assert "generator" not in vars(assistant), "the findings come before the model is loaded"
+    result, conclusion = retrieved.findings[:2]
+    assert (result.kind, result.section, conclusion.kind, conclusion.section) == (
+        "result", "RESULTS", "conclusion", "MAIN MESSAGE")
+    assert result.study.line() == "2021 · Example Journal of Cardiology · Randomized Controlled Trial · n = 240"
+    answer = [e for e in events if isinstance(e, Answer)][0]
+    assert answer.text.startswith("The authors of [1] conclude: \u201cLow-dose aspirin halves the risk of a second "
+                                  "stroke after a minor one. Bleeding was rare.\u201d"), answer.text
+    assert not answer.abstained and answer.verdict is None and answer.findings == retrieved.findings
+    assert answer.citations[0].abstract.pmid == "99000008"
+    markdown = answer.to_markdown()
+    assert markdown.startswith("**Findings** (quoted from each paper)") and "Conclusion (MAIN MESSAGE): " in markdown
 
 
 # A capable model through the `openai` backend: a scripted OpenAI-compatible server replies
@@ -218,6 +246,8 @@ def test_events_give_the_retrieved_sources_before_the_model_is_asked(capable: As
     events = capable.ask_events(PANGU["question"])
     first = next(events)
     assert isinstance(first, Retrieved) and first.question == PANGU["question"]
+    assert first.findings and first.findings[0].abstract.text.startswith(PANGU_PREFIX)
+    assert all(f.text in f.abstract.text and f.kind in ("result", "conclusion") for f in first.findings)
     assert len(scripted.prompts) == asked_before, "the model was asked before the sources were handed over"
     assert [h.abstract.id for h in first.hits] == [h.abstract.id for h in capable.search(PANGU["question"], 10)]
     rest = list(events)
@@ -254,20 +284,20 @@ def test_a_capable_models_verdict_is_kept_verified_and_cited(
     assert not answer.abstained, answer.abstain_reason
     assert answer.text.startswith(reply[:4]) and answer.verdict == verdict
     assert [c.verdict for c in answer.citations] == [verdict] and answer.verdict_line() == f"Verdict: {verdict} [1]"
-    assert answer.to_markdown().startswith(f"**Verdict: {verdict} [1]**")
+    assert f"**Verdict: {verdict} [1]**" in answer.to_markdown()
+    assert answer.quoted == [] and answer.findings, "a trusted model's verdict: no quotes lead, the findings are shown"
     scripted.script(question, reply.replace("135B", "175B"), [PANGU_PREFIX])
     assert capable.ask(question).abstain_reason == "unsupported", "a verdict on an altered finding is not shown"
 
 
-def test_with_verdicts_off_a_verdict_alone_is_withheld_and_the_evidence_offered(
+def test_with_verdicts_off_a_verdict_alone_is_withheld_and_the_papers_own_words_lead(
     capable: Assistant, scripted: ScriptedServer
 ) -> None:
     untrusted = Assistant(capable.settings, verdicts="off")
     scripted.script(PANGU_YES_NO, "Yes, Pangu Ultra uses depth-scaled sandwich normalization to stabilize its training.")
     answer = untrusted.ask(PANGU_YES_NO)
     assert 'Begin with "Yes,"' not in scripted.prompts[-1]
-    assert answer.abstained and answer.abstain_reason == "verdict_only" and answer.verdict is None
-    assert answer.withheld and answer.citations == []
-    assert answer.evidence and answer.evidence[0].abstract.text.startswith("We present Pangu Ultra")
-    assert any("sandwich normalization" in e for e in answer.evidence[0].evidence)
-    assert "Closest evidence found" in answer.to_markdown()
+    assert not answer.abstained and answer.verdict is None and answer.withheld
+    [quote] = answer.quoted
+    assert quote.abstract.text.startswith("We present Pangu Ultra") and answer.text.startswith("The authors of [1] ")
+    assert [c.abstract for c in answer.citations] == [quote.abstract] and "Yes" not in answer.text

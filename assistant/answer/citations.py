@@ -51,7 +51,7 @@ from assistant.answer.context import Source
 from assistant.answer.questions import states_proposition
 from assistant.answer.refusals import is_refusal
 from assistant.corpus.display import sentences
-from assistant.types import Citation
+from assistant.types import Citation, Finding
 from assistant.words import (
     FRAMING,
     Quantity,
@@ -415,3 +415,40 @@ def quote_sources(numbers: list[int], sources: list[Source], question: str) -> s
             body = best.rstrip(" .")
             quotes.append(f"{body} [{number}].")
     return " ".join(quotes)
+
+
+_VERB = {"conclusion": "conclude", "result": "report"}
+REPEATS_QUOTE = 0.8
+
+
+def lead_with_quotes(quoted: list[Finding], checked: Attribution) -> tuple[str, list[Citation]]:
+    """An answer that opens with these findings, quoted and cited ("The authors of [1]
+    conclude: “…”"), followed by the verified answer ``checked``, its citations renumbered so
+    that the quoted papers come first, without its sentences that only repeat a quote (sharing
+    ``REPEATS_QUOTE`` of their content words with the quotes). A quote is its paper's own
+    sentence, so it is its own evidence."""
+    numbers: dict[str, int] = {}
+    for finding in quoted:
+        numbers.setdefault(finding.abstract.id, len(numbers) + 1)
+    lead = " ".join(
+        f"The authors of [{numbers[f.abstract.id]}] {_VERB.get(f.kind, 'report')}: \u201c{f.text.rstrip()}\u201d"
+        for f in quoted
+    )
+    quotes = " ".join(f.text for f in quoted)
+    kept = " ".join(s for s in sentences(checked.text)
+                    if share(content_words(_MARKER.sub("", s)), quotes) < REPEATS_QUOTE)
+    old = {c.number: c for c in checked.citations}
+    cited = [old[n] for m in _MARKER.finditer(kept) if (n := int(m.group(1).strip())) in old]
+    for citation in cited:
+        numbers.setdefault(citation.abstract.id, len(numbers) + 1)
+    rest = _MARKER.sub(lambda m: f" [{numbers[old[int(m.group(1).strip())].abstract.id]}]", kept)
+    papers = {f.abstract.id: f.abstract for f in quoted} | {c.abstract.id: c.abstract for c in cited}
+    model = {c.abstract.id: c for c in cited}
+    citations = []
+    for paper, number in numbers.items():
+        own = [f.text for f in quoted if f.abstract.id == paper]
+        also = model.get(paper)
+        evidence = tuple(dict.fromkeys([*own, *(also.evidence if also else ())]))
+        support = 1.0 if own else also.support if also else 0.0
+        citations.append(Citation(number, papers[paper], evidence, support, also.verdict if also else None))
+    return " ".join(part for part in (lead, rest.strip()) if part), citations

@@ -33,12 +33,13 @@ Sentences stay in their original order. Tokens are counted with tiktoken.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 
-from assistant.corpus.display import sentences
+from assistant.corpus.sections import Part, parts
 from assistant.words import content_words, share, specifics
 from assistant.index.embedders import Embedder
 from assistant.tokens import count_tokens, trim_to_tokens
@@ -70,6 +71,32 @@ class Source:
         return f"[{self.number}] {title}{self.excerpt}"
 
 
+@dataclass(frozen=True, eq=False)
+class Read:
+    """One hit read for a question: its sentences (those that read as instructions left out),
+    each with its section (`sections.Part`), its unit-length embedding (one row each) and its
+    `closeness` to the question."""
+
+    hit: Hit
+    parts: tuple[Part, ...]
+    vectors: np.ndarray
+    closeness: np.ndarray
+
+    @property
+    def sentences(self) -> tuple[str, ...]:
+        """The sentences as the abstract's text has them (section labels included)."""
+        return tuple(p.sentence for p in self.parts)
+
+
+@dataclass(frozen=True, eq=False)
+class Reading:
+    """The hits read for a question (`read`), in rank order, and the question's embedding."""
+
+    question: str
+    hits: tuple[Read, ...]
+    question_vector: np.ndarray
+
+
 def closeness(question: str, question_vector: np.ndarray, texts: list[str], vectors: np.ndarray) -> np.ndarray:
     """How close each sentence is to what the question asks (see the module docstring)."""
     asked = content_words(question)
@@ -78,37 +105,56 @@ def closeness(question: str, question_vector: np.ndarray, texts: list[str], vect
     return vectors @ question_vector + WORD_OVERLAP_WEIGHT * overlap + SPECIFICS_WEIGHT * stated
 
 
+def read(question: str, hits: list[Hit], embedder: Embedder) -> Reading:
+    """Split every hit into its sentences and sections and embed them, with the question, in
+    one call: what the findings, the excerpts and the claim check all use."""
+    per_hit = [
+        [p for p in parts(hit.abstract) if not _INSTRUCTION.search(p.sentence)]
+        or [Part("", "", None, None, 0)]
+        for hit in hits
+    ]
+    vectors = embedder.embed([question] + [p.sentence for group in per_hit for p in group])
+    question_vector, rows = vectors[0], vectors[1:]
+    read_hits, start = [], 0
+    for hit, group in zip(hits, per_hit, strict=True):
+        own = rows[start : start + len(group)]
+        start += len(group)
+        near = closeness(question, question_vector, [p.sentence for p in group], own)
+        read_hits.append(Read(hit, tuple(group), own, near))
+    return Reading(question, tuple(read_hits), question_vector)
+
+
 def build(
     question: str,
-    hits: list[Hit],
-    embedder: Embedder,
-    budget_tokens: int,
+    hits: list[Hit] | Reading,
+    embedder: Embedder | None = None,
+    budget_tokens: int = 400,
     style: Literal["sentences", "abstracts"] = "sentences",
+    first: Mapping[str, list[str]] | None = None,
 ) -> tuple[list[Source], np.ndarray]:
     """Number the hits and pick their excerpts (in ``style``) so that all of them fit
-    ``budget_tokens``; also return the question's embedding."""
-    if not hits:
+    ``budget_tokens``; also return the question's embedding. ``hits`` may come already
+    `read`; ``first`` names, per abstract id, the sentences its excerpt holds after its best
+    one (its findings) in the sentences style, before the next-best of any."""
+    reading = hits if isinstance(hits, Reading) else read(question, hits, embedder) if hits else None
+    if reading is None:
+        assert embedder is not None
         return [], embedder.embed([question])[0]
-    per_hit = [[s for s in sentences(hit.abstract.text) if not _INSTRUCTION.search(s)] or [""] for hit in hits]
+    per_hit = [list(r.sentences) for r in reading.hits]
     flat = [(h, s) for h, group in enumerate(per_hit) for s in range(len(group))]
-    vectors = embedder.embed([question] + [per_hit[h][s] for h, s in flat])
-    question_vector, vectors = vectors[0], vectors[1:]
-    similarity = closeness(question, question_vector, [per_hit[h][i] for h, i in flat], vectors)
+    similarity = np.concatenate([r.closeness for r in reading.hits])
     if style == "abstracts":
         picked = _whole_abstracts(similarity, per_hit, flat, budget_tokens)
     else:
-        picked = _best_sentences(similarity, per_hit, flat, budget_tokens)
-    first_row = [0]
-    for group in per_hit:
-        first_row.append(first_row[-1] + len(group))
+        seeds = [[per_hit[h].index(s) for s in (first or {}).get(r.hit.abstract.id, []) if s in per_hit[h]]
+                 for h, r in enumerate(reading.hits)]
+        picked = _best_sentences(similarity, per_hit, flat, budget_tokens, seeds=seeds)
     sources = []
     for hit_index in sorted(picked):
         excerpt = " ".join(per_hit[hit_index][s] for s in sorted(picked[hit_index]))
-        rows = vectors[first_row[hit_index] : first_row[hit_index + 1]]
-        sources.append(Source(
-            len(sources) + 1, hits[hit_index], trim_to_tokens(excerpt, budget_tokens), tuple(per_hit[hit_index]), rows
-        ))
-    return sources, question_vector
+        r = reading.hits[hit_index]
+        sources.append(Source(len(sources) + 1, r.hit, trim_to_tokens(excerpt, budget_tokens), r.sentences, r.vectors))
+    return sources, reading.question_vector
 
 
 def _whole_abstracts(
@@ -135,20 +181,25 @@ def _best_sentences(
     flat: list[tuple[int, int]],
     budget_tokens: int,
     among: range | None = None,
+    seeds: list[list[int]] | None = None,
 ) -> dict[int, list[int]]:
-    """Each hit's best sentence in rank order, then the next-best anywhere, while they fit
-    (of the hits ``among``, all by default)."""
+    """Each hit's opening sentences in rank order (its best sentence, then its ``seeds``), then
+    the next-best anywhere, while they fit (of the hits ``among``, all by default)."""
     among = among if among is not None else range(len(per_hit))
     cost = [count_tokens(per_hit[h][s]) + 1 for h, s in flat]
+    row = {pair: i for i, pair in enumerate(flat)}
     chosen: set[int] = set()
     spent = 0
     best_first = sorted((i for i in range(len(flat)) if flat[i][0] in among), key=lambda i: -similarity[i])
-    for hit_index in among:  # each source's best sentence, in rank order
+    for hit_index in among:  # each source's opening sentences, in rank order
         best = next(i for i in best_first if flat[i][0] == hit_index)
-        if spent + cost[best] > budget_tokens and (chosen or among.start > 0):
+        opening = list(dict.fromkeys([best, *(row[hit_index, s] for s in (seeds[hit_index] if seeds else []))]))
+        if spent + cost[opening[0]] > budget_tokens and (chosen or among.start > 0):
             break
-        chosen.add(best)
-        spent += cost[best]
+        for i in opening:
+            if i == opening[0] or spent + cost[i] <= budget_tokens:
+                chosen.add(i)
+                spent += cost[i]
     covered = {flat[i][0] for i in chosen}
     for i in best_first:  # then the next-best sentences anywhere, while they fit
         if i not in chosen and flat[i][0] in covered and spent + cost[i] <= budget_tokens:

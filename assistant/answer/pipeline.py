@@ -1,16 +1,24 @@
 """One question, end to end: retrieve → context → generate (streamed) → verify citations
 → `Answer`, or an honest abstention.
 
-The stream yields the retrieved hits first (`Retrieved`, as soon as search returns, so a UI
-can show the sources while the model reads them), then the model's text deltas, then the
-verified `Answer`.
+The stream yields the retrieved hits first, with each relevant paper's findings (`Retrieved`,
+as soon as search returns and the papers' sentences are read: a UI shows the sources and the
+papers' own results and conclusions while the model loads and reads; `findings`), then the
+model's text deltas, then the verified `Answer`. The model reads each paper's findings first
+(its excerpt opens with them), then what else fits the budget.
 
 The pipeline receives what it uses (`Parts`: search, embedder, generator, lexical index,
 settings) from its caller and never reaches back up into it.
 
 A yes/no question (`questions.is_yes_no`) is put to the model as a request for the finding
 that decides it (``prompts/finding.md``), and its verdict is kept only where the answering
-model's verdicts can be trusted (``Settings.verdicts``; `citations.read_verdicts`).
+model's verdicts can be trusted (``Settings.verdicts``; `citations.read_verdicts`). For a model
+whose verdicts are not trusted, the answer opens with the near-best papers' own conclusions (or,
+where a paper states none, its result), quoted and cited (`findings.lead`,
+`citations.lead_with_quotes`): an answer in the authors' words, not the model's verdict. The
+model then adds the deciding result, reading a leaner excerpt (``quoted_context_tokens``) and
+writing a shorter text (``quoted_max_tokens``): the quotes and the findings carry the detail.
+Such an answer stands even when the model's own sentences are only verdicts.
 
 The assistant abstains, with no citations, when
 - retrieval finds nothing relevant enough (the top hit's relevance is below
@@ -42,13 +50,13 @@ from functools import partial
 from typing import Any
 
 from assistant import prompts
-from assistant.answer import citations, context, questions
+from assistant.answer import citations, context, findings, questions
 from assistant.answer.generators import Generator, Usage
 from assistant.index.bm25 import Bm25Index
 from assistant.index.embedders import Embedder
 from assistant.retrieval import SearchFilters, subject_terms
 from assistant.settings import Settings
-from assistant.types import Answer, Citation, Hit, Retrieved
+from assistant.types import Answer, Citation, Finding, Hit, Retrieved
 from assistant.words import mentions
 
 ABSTAIN_MESSAGES = {
@@ -99,6 +107,15 @@ def _abstention(
     )
 
 
+def read_findings(parts: Parts, question: str, hits: list[Hit]) -> tuple[context.Reading, list[Finding]]:
+    """The hits the model is shown (in the sentences style, those scoring at least
+    ``source_score_ratio`` of the best), read, and the findings of the relevant ones."""
+    settings = parts.settings
+    offered = hits if settings.context.style == "abstracts" else _select(hits, settings.source_score_ratio)
+    reading = context.read(question, offered, parts.embedder)
+    return reading, findings.choose(reading, settings.min_relevance)
+
+
 def gated(hits: list[Hit], subject: Mapping[str, list[str]], min_relevance: float) -> bool:
     """Whether the model is not asked (``low_relevance``): nothing was retrieved, or the top
     hit's relevance is below ``min_relevance`` and it is not one of the abstracts that name
@@ -133,56 +150,74 @@ def stream_answer(
     plan = settings.context
     hits = parts.search(query, k or plan.top_k, filters)
     timings = {"retrieve": time.perf_counter() - started}
-    yield Retrieved(query, hits)
-    generator = parts.load_generator()
     subject = subject_terms(query, parts.lexical)
     if gated(hits, subject, settings.min_relevance):
+        yield Retrieved(query, hits)
+        generator = parts.load_generator()
         timings["total"] = time.perf_counter() - started
         yield _abstention(query, hits, "low_relevance", generator.model_name, timings=timings)
         return
 
-    offered = hits if plan.style == "abstracts" else _select(hits, settings.source_score_ratio)
+    reading, found = read_findings(parts, query, hits)
+    timings["findings"] = time.perf_counter() - started
+    yield Retrieved(query, hits, found)
+    generator = parts.load_generator()
     yes_no = questions.is_yes_no(query)
-    sources, question_vector = context.build(query, offered, parts.embedder, plan.tokens, plan.style)
+    near_best = {hit.abstract.id for hit in _select(hits, settings.citation_score_ratio)}
+    # A yes/no question put to a model whose verdicts are not trusted: the answer will open with
+    # the papers' own conclusions (or results), quoted; the model, shown each paper's result
+    # first in a leaner prompt, adds the deciding result.
+    quoting = yes_no and not settings.gives_verdicts and bool(found)
+    budget, most = plan.tokens, settings.llm_max_tokens
+    if quoting:
+        most = min(most, settings.quoted_max_tokens)
+        budget = min(budget, settings.quoted_context_tokens) if plan.style == "sentences" else budget
+    shown_first = findings.sentences_of([f for f in found if not quoting or f.kind == "result"], reading)
+    sources, question_vector = context.build(query, reading, budget_tokens=budget, style=plan.style, first=shown_first)
     prompt = _prompt(query, sources, yes_no, settings.gives_verdicts)
     usage = Usage()
     pieces: list[str] = []
-    for delta in generator.stream([{"role": "user", "content": prompt}], settings.llm_max_tokens, usage):
+    for delta in generator.stream([{"role": "user", "content": prompt}], most, usage):
         if not pieces:
             timings["first_token"] = time.perf_counter() - started
         pieces.append(delta)
         yield delta
     raw = "".join(pieces).strip()
+    if usage.completion_tokens >= most:  # cut off at the token limit: its last sentence is unfinished
+        raw = _finished(raw)
     timings["total"] = time.perf_counter() - started
     shown = [s.hit for s in sources]
     evidence = partial(context.closest_evidence, query, question_vector, sources, settings.min_relevance)  # on abstention only
-    fields = {"timings": timings, "usage": usage, "raw_text": raw, "excerpts": [s.excerpt for s in sources]}
+    fields = {"timings": timings, "usage": usage, "raw_text": raw, "excerpts": [s.excerpt for s in sources],
+              "findings": found}
     marked = bool(_NOT_IN_SOURCES.search(raw))
     answer_text = _NOT_IN_SOURCES.sub("", raw).strip()  # the model may add it after an answer
-    if not answer_text:
+    if not answer_text and not quoting:
         yield _abstention(query, shown, "model_declined", generator.model_name, evidence=evidence(), **fields)
         return
     bare = citations.bare_citations(answer_text) or citations.echoed_citations(answer_text, query)
     if bare:
         answer_text = citations.quote_sources(bare, sources, query) or answer_text
-    near_best = {hit.abstract.id for hit in _select(hits, settings.citation_score_ratio)}
     citable = {s.number for s in sources if s.hit.abstract.id in near_best}
     checked = citations.attribute(
         answer_text, sources, parts.embedder.embed, query, citable, strong_exempt=plan.style == "abstracts",
         yes_no=yes_no, verdicts=settings.gives_verdicts,
     )
-    if checked.supported_claims == 0:
+    declined = checked.supported_claims == 0 and (bool(checked.declined) or marked or not answer_text)
+    quoted = findings.lead(found, query, near_best, {c.abstract.id for c in checked.citations}, declined) if quoting else []
+    if checked.supported_claims == 0 and not quoted:
         reason = "model_declined" if checked.declined or marked else "verdict_only" if checked.withheld else "unsupported"
         yield _abstention(query, shown, reason, generator.model_name, declined=checked.declined,
                           withheld=checked.withheld, evidence=evidence(), **fields)
         return
-    if subject and not names_subject(subject, checked.citations):
+    text, cited = citations.lead_with_quotes(quoted, checked) if quoted else (checked.text, checked.citations)
+    if subject and not names_subject(subject, cited):
         yield _abstention(query, shown, "subject_not_cited", generator.model_name, subject=_as_written(subject, query),
                           evidence=evidence(), **fields)
         return
     yield Answer(
-        text=checked.text,
-        citations=checked.citations,
+        text=text,
+        citations=cited,
         sources=shown,
         abstained=False,
         unsupported=checked.unsupported,
@@ -190,10 +225,18 @@ def stream_answer(
         declined=checked.declined,
         verdict=checked.verdict,
         withheld=checked.withheld,
+        quoted=quoted,
         question=query,
         model=generator.model_name,
         **fields,
     )
+
+
+def _finished(text: str) -> str:
+    """The text up to the end of its last finished sentence (a full stop, a question or
+    exclamation mark, or a citation marker ending it); all of it when none is."""
+    ends = [m.end() for m in re.finditer(r"[.!?](?=\s|$)|\](?=\s*$)", text)]
+    return text[: ends[-1]].strip() if ends else text
 
 
 def _as_written(terms: Mapping[str, Any], question: str) -> str:
