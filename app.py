@@ -1,6 +1,8 @@
 """The app: ``python app.py`` serves the assistant at http://127.0.0.1:7860.
 
-Two tabs. **Chat**: streamed answers and follow-up questions; beside them the sources panel,
+Two tabs. **Chat**: streamed answers and follow-up questions, each under a table of the relevant
+papers' findings (their own result and conclusion, quoted, with a study snapshot), shown as soon
+as search returns, before the model writes; beside them the sources panel,
 which shows the retrieved abstracts as soon as search returns and, once the answer is
 verified, its cited abstracts with the supporting sentences highlighted. Every answer keeps
 its own sources (collapsed under it, where its [n] markers point) and offers "Copy as
@@ -167,18 +169,19 @@ def build(assistant: Assistant) -> gr.Blocks:
                 {"role": "user", "content": html.escape(text)},
                 {"role": "assistant", "content": ""},
             ]
-            streamed = ""
+            streamed, table = "", ""
             try:
                 for item in chat.ask_events(text, k=int(k), filters=_filters(source, year_min, year_max)):
                     if isinstance(item, Retrieved):
-                        shown[-1]["content"] = f"<em>Reading {len(item.hits)} abstracts…</em>"
+                        table = render.findings_html(item.findings, turn)
+                        shown[-1]["content"] = table + f'<em class="reading">Reading {len(item.hits)} abstracts…</em>'
                         yield "", shown, render.retrieved_html(item.hits), chat
                     elif isinstance(item, Answer):
                         shown[-1]["content"] = render.answer_html(item, turn)
                         yield "", shown, render.sources_html(item), chat
                     else:
                         streamed += item
-                        shown[-1]["content"] = render.streaming_html(streamed)
+                        shown[-1]["content"] = table + render.streaming_html(streamed)
                         yield "", shown, gr.skip(), chat
             except (QuestionError, GenerationError, StoreError, EmbeddingError, ValueError) as error:  # say what to do
                 shown[-1]["content"] = f"⚠ {html.escape(str(error))}"

@@ -5,15 +5,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
 from dataclasses import asdict
 
 from pydantic import ValidationError
 
 from assistant import Answer, Assistant, GenerationError, QuestionError, evaluation
 from assistant.answer.model_files import ModelFileError
-from assistant.answer.pipeline import final
+from assistant.answer.pipeline import Event
 from assistant.index.embedders import EmbeddingError
 from assistant.index.store import StoreError
+from assistant.types import Retrieved, findings_lines
 
 
 def _ingest(assistant: Assistant, args: argparse.Namespace) -> int:
@@ -60,9 +62,19 @@ def _search(assistant: Assistant, args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_answer(stream) -> Answer:
-    """Stream the model's words to the terminal, then the verified answer and references."""
-    answer = final(stream, on_delta=lambda d: print(d, end="", flush=True))
+def _print_answer(events: Iterator[Event]) -> Answer:
+    """Print the relevant papers' findings as soon as search returns, stream the model's words
+    to the terminal, then the verified answer and references."""
+    answer = None
+    for item in events:
+        if isinstance(item, Retrieved) and item.findings:
+            print("Findings (quoted from each paper):", *findings_lines(item.findings), "", sep="\n", flush=True)
+        elif isinstance(item, str):
+            print(item, end="", flush=True)
+        elif isinstance(item, Answer):
+            answer = item
+    if answer is None:
+        raise RuntimeError("the answer stream ended without an answer")
     print()
     if answer.abstained or answer.text != answer.raw_text:
         print(f"\n{answer.text}")
@@ -96,7 +108,7 @@ REFERENCE_FORMATS = {"bibtex": Answer.to_bibtex, "ris": Answer.to_ris, "csljson"
 
 def _ask(assistant: Assistant, args: argparse.Namespace) -> int:
     if args.format == "text":
-        _print_answer(assistant.ask_stream(args.question))
+        _print_answer(assistant.ask_events(args.question))
         return 0
     answer = assistant.ask(args.question)
     if args.format == "markdown":
@@ -121,7 +133,7 @@ def _chat(assistant: Assistant, args: argparse.Namespace) -> int:
         if not question.strip():
             return 0
         try:
-            _print_answer(conversation.ask_stream(question))
+            _print_answer(conversation.ask_events(question))
         except QuestionError as error:
             print(f"error: {error}")
 

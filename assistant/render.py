@@ -16,7 +16,7 @@ import html
 import re
 from pathlib import Path
 
-from assistant.types import Abstract, Answer, Citation, Hit, IngestReport
+from assistant.types import Abstract, Answer, Citation, Finding, Hit, IngestReport, by_paper
 
 _MARKER = re.compile(r"\[(\d+)\]")
 MAX_REJECTED_SHOWN = 20
@@ -25,7 +25,13 @@ CSS = """
 .source, .hit { border-left: 3px solid var(--color-accent); padding-left: .6em; margin-bottom: 1em; }
 .hit { list-style: none; }
 .source .meta, .hit .meta { color: var(--body-text-color-subdued); font-size: .9em; }
-mark.evidence, mark.passage { background: #fff3a3; color: inherit; }
+mark.evidence, mark.passage, mark.result { background: #fff3a3; color: inherit; }
+mark.conclusion { background: #d9ecff; color: inherit; }
+table.findings { border-collapse: collapse; width: 100%; margin-bottom: .8em; font-size: .92em; }
+table.findings th, table.findings td { border: 1px solid var(--border-color-primary); padding: .3em .45em;
+  vertical-align: top; text-align: left; }
+table.findings .meta { color: var(--body-text-color-subdued); font-size: .9em; }
+table.findings tr.finding-abstract td { border-top: none; padding-top: 0; }
 .unsupported { text-decoration: underline wavy #c0392b; }
 .verdict { display: inline-block; border-radius: 4px; padding: 0 .45em; margin-right: .3em; font-weight: 600;
   border: 1px solid var(--border-color-primary); }
@@ -130,11 +136,41 @@ def _source_html(element_id: str, citation: Citation) -> str:
     )
 
 
+def findings_html(findings: list[Finding], turn: int) -> str:
+    """The relevant papers' findings as a table, one row per paper: its rank, linked title and
+    study snapshot, then its result and its authors' conclusion, quoted (section label shown),
+    and its whole abstract, collapsed, with both sentences highlighted. Empty without findings."""
+    if not findings:
+        return ""
+    rows = []
+    for group in by_paper(findings):
+        first = group[0]
+        cells = {}
+        for finding in group:
+            section = f' <span class="meta">({html.escape(finding.section)})</span>' if finding.section else ""
+            cells[finding.kind] = f'<mark class="{finding.kind}">{html.escape(finding.text)}</mark>{section}'
+        quoted = tuple(part for f in group for part in f.text.split(" … "))
+        abstract = _highlight(first.abstract.text, quoted, {p: f.kind for f in group for p in f.text.split(" … ")})
+        rows.append(
+            f'<tr id="t{turn}-finding-{first.rank}"><td><strong>{first.rank}.</strong> '
+            f"{link(first.abstract.url, first.abstract.title)}"
+            f'<div class="meta">{html.escape(first.study.line())}</div></td>'
+            f'<td>{cells.get("result", "–")}</td><td>{cells.get("conclusion", "–")}</td></tr>'
+            f'<tr class="finding-abstract"><td colspan="3"><details><summary>Abstract of {first.rank}</summary>'
+            f"<p>{abstract}</p></details></td></tr>"
+        )
+    return (
+        f'<table class="findings" id="t{turn}-findings"><thead><tr><th>Paper</th><th>Result</th>'
+        f"<th>Authors' conclusion</th></tr></thead><tbody>{''.join(rows)}</tbody></table>\n\n"
+    )
+
+
 def answer_html(answer: Answer, turn: int) -> str:
     """The verified answer as turn ``turn`` of the chat: escaped, each sentence no source
     supports marked with ⚠, and each [n] linked to this answer's own source n, listed
     (collapsed) under it with buttons to copy the answer as Markdown and download its
-    references as BibTeX or RIS. Earlier answers thus keep their sources when new ones come."""
+    references as BibTeX or RIS. Earlier answers thus keep their sources when new ones come.
+    Above it, the papers' findings (`findings_html`)."""
     text = html.escape(answer.text)
     verdict = answer.verdict_line()
     if verdict:
@@ -161,6 +197,7 @@ def answer_html(answer: Answer, turn: int) -> str:
         left_out = "".join(f"<li>{html.escape(claim)}</li>" for claim in answer.set_aside)
         text += (f"\n\n<details><summary><small>{count} statement{'s' if count > 1 else ''} left out: only a "
                  f"source ranked well below the best supports it.</small></summary><ul>{left_out}</ul></details>")
+    text = findings_html(answer.findings, turn) + text
     if answer.citations:
         listed = "".join(_source_html(source_id(turn, c.number), c) for c in answer.citations)
         text += (
@@ -176,12 +213,14 @@ def answer_html(answer: Answer, turn: int) -> str:
     return text
 
 
-def _highlight(text: str, evidence: tuple[str, ...], mark: str = "evidence") -> str:
-    """The abstract's text, escaped, with its evidence sentences highlighted."""
+def _highlight(text: str, evidence: tuple[str, ...], mark: str | dict[str, str] = "evidence") -> str:
+    """The abstract's text, escaped, with its evidence sentences highlighted (``mark``: the
+    class of every mark, or each sentence's own)."""
     escaped = html.escape(text)
     for sentence in evidence:
         marked = html.escape(sentence)
-        escaped = escaped.replace(marked, f'<mark class="{mark}">{marked}</mark>', 1)
+        kind = mark if isinstance(mark, str) else mark.get(sentence, "evidence")
+        escaped = escaped.replace(marked, f'<mark class="{kind}">{marked}</mark>', 1)
     return escaped
 
 

@@ -36,7 +36,8 @@ def stop(process: subprocess.Popen) -> None:
 
 
 # Installed in the page before a question is sent: timestamps (performance.now, ms) of the
-# Enter key, of the sources panel first listing retrieved abstracts, and of the answer's first text.
+# Enter key, of the sources panel first listing retrieved abstracts, of the findings table in
+# the answer's place, and of the answer's first text (outside that table).
 MARK_TIMES = """(answersBefore) => {
   const marks = window.__marks = {};
   document.querySelector('#question textarea').addEventListener('keydown', (e) => {
@@ -47,8 +48,14 @@ MARK_TIMES = """(answersBefore) => {
     if (marks.sources === undefined && document.querySelector('#sources .retrieved-note')) marks.sources = now;
     const bots = document.querySelectorAll('#chat [data-testid="bot"]');
     const last = bots.length > answersBefore ? bots[bots.length - 1] : null;
-    if (marks.first_text === undefined && last && last.querySelector('span.cite, a.cite, p') &&
-        !/^Reading \\d+ abstracts/.test(last.innerText.trim()) && last.innerText.trim()) marks.first_text = now;
+    if (marks.findings === undefined && last && last.querySelector('table.findings')) marks.findings = now;
+    let text = '';
+    if (last) {
+      const copy = last.cloneNode(true);
+      copy.querySelectorAll('table.findings, .reading').forEach((node) => node.remove());
+      text = copy.innerText.trim();
+    }
+    if (marks.first_text === undefined && text && !/^Reading \\d+ abstracts/.test(text)) marks.first_text = now;
   }).observe(document.body, { subtree: true, childList: true, characterData: true });
 }"""
 

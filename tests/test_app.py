@@ -73,7 +73,9 @@ def test_chat_endpoints_first_update_already_carries_the_sources(app_url: str) -
     updates = list(job)
     _, first_chat, first_panel = updates[0]
     assert "retrieved-note" in first_panel and "Pangu Ultra" in first_panel
-    assert "sandwich" not in reply_text(first_chat).lower(), "the first update came after the answer"
+    first_reply = reply_text(first_chat)
+    assert 'class="findings"' in first_reply and "Pangu Ultra" in first_reply, "the findings come with the sources"
+    assert "Reading" in first_reply and "[1]" not in first_reply, "the first update came after the answer"
     assert 'id="source-1"' in job.outputs()[-1][2]
 
 
@@ -198,15 +200,39 @@ def test_browser_chat_streams_an_answer_with_linked_citations(browser: Any, app_
 
 
 @pytest.mark.slow
-def test_browser_sources_are_on_screen_before_the_answers_first_word(browser: Any, app_url: str) -> None:
+def test_browser_sources_and_findings_are_on_screen_before_the_answers_first_word(browser: Any, app_url: str) -> None:
     watched = Watched(browser, app_url)
     watched.ask(QUESTION)
     marks = watched.marks
-    assert "sources" in marks and "first_text" in marks, marks
-    assert marks["sources"] < marks["first_text"], marks
+    assert "sources" in marks and "findings" in marks and "first_text" in marks, marks
+    assert marks["sources"] < marks["first_text"] and marks["findings"] < marks["first_text"], marks
     record_timing("sources_on_screen_after_enter_ms", marks["sources"])
+    record_timing("findings_on_screen_after_enter_ms", marks["findings"])
     record_timing("first_answer_text_after_enter_ms", marks["first_text"])
     assert watched.outside == []
+
+
+@pytest.mark.slow
+def test_browser_the_findings_table_quotes_each_paper_and_highlights_it_in_its_abstract(
+    browser: Any, app_url: str
+) -> None:
+    watched = Watched(browser, app_url)
+    page = watched.page
+    watched.ask("Does Pangu Ultra use depth-scaled sandwich normalization to stabilize training?")
+    answer = page.locator('#chat [data-testid="bot"]').last
+    table = answer.locator("table.findings")
+    assert table.count() == 1 and table.locator("th").all_inner_texts() == ["Paper", "Result", "Authors' conclusion"]
+    first, details = table.locator("tbody tr").nth(0), table.locator("tbody tr").nth(1)
+    assert "Pangu Ultra" in first.inner_text()
+    quoted = first.locator("td").nth(1).locator("mark.result").inner_text()
+    details.locator("summary").click()
+    abstract = details.locator("details p")
+    assert abstract.locator("mark.result").inner_text() == quoted and quoted in abstract.inner_text()
+    text = answer.inner_text()
+    assert "The authors of [1] " in text and "Verdict" not in text, "the paper's own words lead; no verdict"
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / "findings.png"), full_page=True)
+    assert watched.outside == [] and watched.dialogs == []
 
 
 @pytest.mark.slow

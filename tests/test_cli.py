@@ -57,6 +57,11 @@ def test_ask_formats_an_answer_for_notes_and_manuscripts(tmp_path: Path) -> None
     assert _run("ingest", str(tmp_path / "pangu.bib"), data_dir=data_dir).returncode == 0
     question = "What technique did the Pangu Ultra team introduce to eliminate loss spikes?"
 
+    plain = _run("ask", question, data_dir=data_dir)
+    assert plain.returncode == 0, plain.stderr
+    assert plain.stdout.startswith("Findings (quoted from each paper):\n1. Pangu Ultra (arXiv)\n   Result: \u201c"), (
+        plain.stdout)
+
     markdown = _run("ask", question, "--format", "markdown", data_dir=data_dir)
     assert markdown.returncode == 0, markdown.stderr
     text, references = markdown.stdout.split("\n\n**References**\n\n")

@@ -3,11 +3,12 @@ retrieved and search views, unsupported sentences, upload reports."""
 
 from __future__ import annotations
 
-from assistant import Abstract, Answer, Citation, Hit, IngestReport, Rejected
+from assistant import Abstract, Answer, Citation, Finding, Hit, IngestReport, Rejected, Study
 import html
 
 from assistant.render import (
     answer_html,
+    findings_html,
     ingest_html,
     retrieved_html,
     search_html,
@@ -135,3 +136,21 @@ def test_statements_set_aside_are_counted_under_the_answer() -> None:
     assert "2 statements left out: only a source ranked well below the best supports it." in rendered
     assert "<li>A related paper does &lt;b&gt;something&lt;/b&gt; else</li><li>Another one</li>" in rendered
     assert "left out" not in answer_html(Answer(text="Supported [1].", citations=[Citation(1, PLAIN)]), 1)
+
+
+def test_findings_are_a_table_above_the_answer_each_quote_highlighted_in_its_abstract_and_escaped() -> None:
+    study = Study(year=2021, journal="J <Ex>", publication_type="Randomized Controlled Trial", sample_size=240)
+    found = [Finding(PLAIN, "Supporting sentence here.", "result", "RESULTS", study, 1),
+             Finding(PLAIN, "Plain text.", "conclusion", None, study, 1),
+             Finding(EVIL, "<script>alert(1)</script> A claim.", "result", None, Study(), 2)]
+    table = findings_html(found, 3)
+    assert table.startswith('<table class="findings" id="t3-findings">') and table.count('id="t3-finding-') == 2
+    assert "<script>" not in table and "&lt;script&gt;" in table and "J &lt;Ex&gt;" in table
+    assert '<mark class="result">Supporting sentence here.</mark> <span class="meta">(RESULTS)</span>' in table
+    assert '<p><mark class="conclusion">Plain text.</mark> <mark class="result">Supporting sentence here.</mark></p>' \
+        in table, "both quotes highlighted in the abstract"
+    assert "2021 · J &lt;Ex&gt; · Randomized Controlled Trial · n = 240" in table and "<td>–</td>" in table
+    answer = Answer(text="The authors of [1] report: \u201cSupporting sentence here.\u201d",
+                    citations=[Citation(1, PLAIN, ("Supporting sentence here.",), 1.0)], findings=found)
+    assert answer_html(answer, 3).startswith(table)
+    assert findings_html([], 1) == ""
