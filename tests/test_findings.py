@@ -104,3 +104,7 @@ def test_an_answer_opens_with_the_quotes_and_drops_what_only_repeats_them() -> N
     assert text == "The authors of [1] conclude: \u201cThe drug may help.\u201d Costs rose by 12% [2]."
     assert [(c.number, c.abstract.id, c.support) for c in cited] == [(1, "s", 1.0), (2, "o", 0.8)]
     assert cited[0].evidence == ("The drug may help.",)
+    # a bracketed number that no verified citation backs (a reference list, a range) is not kept
+    unbacked = citations.Attribution(text="Costs rose by 12% [1] [3-4].", citations=checked.citations[:1],
+                                     unsupported=[], supported_claims=1, set_aside=[], declined=[])
+    assert citations.lead_with_quotes(quoted, unbacked)[0].endswith("Costs rose by 12% [2].")

@@ -437,11 +437,12 @@ def lead_with_quotes(quoted: list[Finding], checked: Attribution) -> tuple[str, 
     quotes = " ".join(f.text for f in quoted)
     kept = " ".join(s for s in sentences(checked.text)
                     if share(content_words(_MARKER.sub("", s)), quotes) < REPEATS_QUOTE)
-    old = {c.number: c for c in checked.citations}
-    cited = [old[n] for m in _MARKER.finditer(kept) if (n := int(m.group(1).strip())) in old]
+    old = {str(c.number): c for c in checked.citations}  # `attribute` writes one number per marker
+    cited = [old[m.group(1).strip()] for m in _MARKER.finditer(kept) if m.group(1).strip() in old]
     for citation in cited:
         numbers.setdefault(citation.abstract.id, len(numbers) + 1)
-    rest = _MARKER.sub(lambda m: f" [{numbers[old[int(m.group(1).strip())].abstract.id]}]", kept)
+    rest = _MARKER.sub(lambda m: f" [{numbers[old[m.group(1).strip()].abstract.id]}]" if m.group(1).strip() in old
+                       else "", kept)  # a marker no verified citation backs cites nothing
     papers = {f.abstract.id: f.abstract for f in quoted} | {c.abstract.id: c.abstract for c in cited}
     model = {c.abstract.id: c for c in cited}
     citations = []

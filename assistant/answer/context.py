@@ -9,8 +9,11 @@ Two styles, one per kind of model (``Settings.context_style``):
   the hits that no longer fit whole get their sentences closest to the question in what is
   left, so that a long abstract cannot push the next ones out of the prompt.
 
-Either way every sentence of every shown abstract is embedded once, here: the claim check
-(`citations`) verifies the answer against all of them, not only the excerpt.
+Either way every sentence of every shown abstract is read once, here (`read`: each with its
+section, `sections.parts`, its embedding and its closeness to the question): the findings
+(`findings`) are chosen from it, each excerpt opens with its source's best sentence and then its
+findings, and the claim check (`citations`) verifies the answer against all of them, not only
+the excerpt.
 
 In the sentence style, closeness (`closeness`) mixes embedding similarity (topic) with the
 share of the question's content words a sentence contains (embedding similarity alone

@@ -9,8 +9,8 @@ For every hit the model is shown, in rank order (`choose`):
   concludes. So its results are taken from the sentences after the first ``RESULTS_FROM``
   of the abstract that do not conclude, those stating a number first. (The sentence closest
   to the question is most often the aim, which restates it: on PubMedQA training abstracts
-  without labels, closeness alone picked a sentence of the RESULTS section for 0.15 of them,
-  this rule for 0.83; benchmarks/findings.py);
+  without labels, closeness alone picked a sentence of the RESULTS section for 0.14 of them
+  (0.11 on the check split), this rule for 0.77 (0.75); benchmarks/findings.py);
 - **its authors' conclusion**: the sentences of the section labelled as one, or the closing
   sentences that conclude (`sections.parts`); of a long one, its opening sentence and those
   closest to the question, ``CONCLUSION_SENTENCES`` in all, in their order;
