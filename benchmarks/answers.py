@@ -1,11 +1,13 @@
 """Answer quality for both kinds of model, side by side, on the dev questions and on held-out ones.
 
     python benchmarks/answers.py [--data-dir DIR] [--skip-local] [--limit N]
-    python benchmarks/answers.py --pubmedqa START:END [--pubmedqa-index DIR] [--verdicts on|off|auto]
+    python benchmarks/answers.py --pubmedqa START:END [--pubmedqa-index DIR] [--shape shipped|pubmed]
+                                 [--verdicts on|off|auto]
 
 1. **Local model** (the bundled 1.5B, default settings): citation precision and recall,
    ``must_contain`` facts, abstention accuracy and latency, per question type, on
-   ``tests/data/dev.jsonl`` (tuned on) and ``tests/data/heldout.jsonl`` (never tuned on).
+   ``tests/data/dev.jsonl`` (tuned on), ``tests/data/heldout.jsonl`` and
+   ``tests/data/heldout_yesno.jsonl`` (yes/no questions, answerable and not; never tuned on).
 2. **Capable model** through the ``openai`` backend: a scripted OpenAI-compatible server
    (``tests/scripted_server.py``) replies with labelled answers written in a capable model's
    style (``tests/data/claims.jsonl`` for the dev questions, ``claims-heldout.jsonl``): kept,
@@ -14,12 +16,14 @@
    labelled claims: ROC AUC of correct claims against their gold abstract versus the same
    claims against the other retrieved abstracts (wrong source) and versus altered claims.
 4. **PubMedQA-L** (``--pubmedqa``, `pubmedqa`): the local model on expert-labelled yes/no/maybe
-   questions from biomedicine, per label: answered, gold cited, the answering sentence in the
-   prompt and cited, the verdicts' confusion matrix, wrong verdicts shown, latency. Tune only
-   on the training questions 0:250; 250:500 are the check.
+   questions from biomedicine, per label: answered, gold cited, the gold paper's conclusion among
+   the findings, the answering sentence in the prompt and cited, the verdicts' confusion matrix,
+   wrong verdicts shown, time to findings, first token and total. ``--shape`` picks the abstracts
+   as the dataset ships them (no labels, no conclusions) or as a PubMed XML export holds them.
+   Tune only on the training questions 0:250; 250:500 are the check.
 
 Writes ``benchmarks/results/answers.json`` (1-3) or ``benchmarks/results/pubmedqa.json`` (4;
-``pubmedqa_verdicts_on.json`` with ``--verdicts on``: the local model's own verdicts, kept, for
+``pubmedqa_pubmed.json`` for ``--shape pubmed``; ``pubmedqa_verdicts_on.json`` with ``--verdicts on``: the local model's own verdicts, kept, for
 their confusion matrix).
 Never part of the test run.
 """
@@ -44,7 +48,8 @@ DATA = ROOT / "tests" / "data"
 sys.path.insert(0, str(ROOT / "tests"))
 from scripted_server import MODEL, ScriptedServer  # noqa: E402
 
-SETS = {"dev": ("dev.jsonl", "claims.jsonl"), "held-out": ("heldout.jsonl", "claims-heldout.jsonl")}
+SETS = {"dev": ("dev.jsonl", "claims.jsonl"), "held-out": ("heldout.jsonl", "claims-heldout.jsonl"),
+        "held-out-yesno": ("heldout_yesno.jsonl", None)}
 
 
 def local_model(assistant: Assistant, limit: int | None) -> tuple[list[dict[str, str]], dict]:
@@ -75,6 +80,8 @@ def capable_model(assistant: Assistant, limit: int | None) -> tuple[list[dict[st
     with ScriptedServer() as server:
         capable = Assistant(assistant.settings, llm_backend="openai", llm_model=MODEL, openai_base_url=server.base_url)
         for name, (_, claims) in SETS.items():
+            if claims is None:
+                continue
             result = evaluation.evaluate_scripted(
                 capable, DATA / claims, lambda r: server.script(r["question"], r["reply"], r["sources"]), limit, True
             )
@@ -98,6 +105,8 @@ def separation(assistant: Assistant) -> list[dict[str, str]]:
     by_prefix = list(assistant.store.read_abstracts())
     rows = []
     for name, (_, claims) in SETS.items():
+        if claims is None:
+            continue
         correct, wrong, altered = [], [], []
         for line in (DATA / claims).read_text().splitlines():
             item = json.loads(line)
@@ -138,37 +147,51 @@ def separation(assistant: Assistant) -> list[dict[str, str]]:
 
 
 def pubmedqa_section(args: argparse.Namespace) -> None:
-    """Run the local model on PubMedQA-L training questions and write results/pubmedqa.json."""
+    """Run the local model on PubMedQA-L training questions and write results/pubmedqa.json
+    (``pubmedqa_pubmed.json`` for the PubMed-shaped index)."""
     start, end = (int(x) for x in args.pubmedqa.split(":"))
     data_dir = args.pubmedqa_index or Path(tempfile.mkdtemp(prefix="pubmedqa-bench-"))
-    assistant = pubmedqa.index(data_dir, verdicts=args.verdicts)
+    assistant = pubmedqa.index(data_dir, args.shape, verdicts=args.verdicts)
     result = pubmedqa.evaluate(assistant, pubmedqa.load(start, end))
+    shape = "PubMed XML (conclusions kept)" if args.shape == "pubmed" else "as shipped (no labels, no conclusions)"
+    key = "pubmedqa" if args.shape == "shipped" else "pubmedqa_pubmed"
+    key = key if args.verdicts == "auto" else f"{key}_verdicts_{args.verdicts}"  # also the file's name: keys stay unique
     rows = []
     for label, r in result["by_label"].items():
         rows.append(row(
-            f"pubmedqa_{label}", f"PubMedQA-L train {start}:{end}, {label} ({r['questions']}): answered, gold cited, "
-            "answering sentence in prompt / cited, wrong verdicts shown",
-            f"{r['answered']:.2f}, {r['gold_cited']:.2f}, {r['key_in_prompt']:.2f} / {r['key_cited']:.2f}, "
-            f"{r['wrong_verdicts_shown']:.2f}"))
+            f"{key}_{label}", f"PubMedQA-L train {start}:{end}, {label} ({r['questions']}): answered, gold cited, "
+            "wrong verdicts shown, gold paper's conclusion among the findings",
+            f"{r['answered']:.2f}, {r['gold_cited']:.2f}, {r['wrong_verdicts_shown']:.2f}, {r['conclusion_shown']:.2f}"))
     every = result["by_label"]["all"]
     labels = [q["label"] for q in result["questions"]]
     majority = max(labels.count(label) for label in set(labels)) / len(labels)
+
+    def seconds(figures: dict[str, float]) -> str:
+        return f"{figures['p50_ms'] / 1000:.1f} s ({figures['p95_ms'] / 1000:.1f} s)"
+
     rows += [
-        row("pubmedqa_verdicts", f"PubMedQA-L train {start}:{end}: verdict accuracy shown (verdicts "
+        row("", "PubMedQA-L: the answer's first quote is the gold paper's; the gold paper's result finding lies in "
+            "its RESULTS section; a finding called a conclusion that is not the authors'",
+            f"{every['quotes_gold'] or 0:.2f}; {every['result_in_results'] or 0:.2f}; "
+            f"{every['conclusion_claimed_wrongly']:.2f}"),
+        row("", "PubMedQA-L: answering sentence in the prompt / cited",
+            f"{every['key_in_prompt']:.2f} / {every['key_cited']:.2f}"),
+        row(f"{key}_verdicts", f"PubMedQA-L train {start}:{end}: verdict accuracy shown (verdicts "
             f"{'kept' if result['verdicts'] else 'off'}) / the model's own leading yes-no word / majority class",
             f"{every['verdict_accuracy']:.2f} / {every['model_word_accuracy']:.2f} / {majority:.2f}"),
         row("", "PubMedQA-L: verdicts shown, label → verdict", _table(result["confusion"])),
         row("", "PubMedQA-L: the model's own leading word, label → word", _table(result["model_confusion"])),
         row("", "PubMedQA-L: abstentions by reason; with evidence offered",
             f"{every['reasons']}; {every['evidence_offered_on_abstention']:.2f}"),
-        row("pubmedqa_latency", "PubMedQA-L: answer total p50 (p95)",
-            f"{every['total']['p50_ms'] / 1000:.1f} s ({every['total']['p95_ms'] / 1000:.1f} s)"),
+        row(f"{key}_findings_time", "PubMedQA-L: findings on hand (question to `Retrieved`) p50 (p95)",
+            seconds(every["findings_seconds"])),
+        row(f"{key}_latency", "PubMedQA-L: first token / answer total p50 (p95)",
+            f"{seconds(every['first_token'])} / {seconds(every['total'])}"),
     ]
     for r in rows:
         print(f"{r['figure']}: {r['value']}")
-    name = "pubmedqa" if args.verdicts == "auto" else f"pubmedqa_verdicts_{args.verdicts}"
-    title = "Answers to questions written by others: PubMedQA-L (biomedicine), local model"
-    save(name, title + ("" if args.verdicts == "auto" else f", verdicts {args.verdicts}"), rows,
+    title = f"Answers to questions written by others: PubMedQA-L (biomedicine) {shape}, local model"
+    save(key, title + ("" if args.verdicts == "auto" else f", verdicts {args.verdicts}"), rows,
          note=f"local model {assistant.settings.llm_model}, verdicts setting {args.verdicts}. Questions 0:250 of the "
               "training split were tuned on; 250:500 never were. The answering sentence is the gold abstract's "
               "sentence closest to its own conclusion (long_answer).",
@@ -185,6 +208,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pubmedqa", metavar="START:END", help="only PubMedQA-L training questions START..END")
     parser.add_argument("--pubmedqa-index", type=Path, help="index of the PubMedQA-L abstracts (built if missing)")
+    parser.add_argument("--shape", default="shipped", choices=["shipped", "pubmed"],
+                        help="PubMedQA-L abstracts as shipped (no labels, no conclusions) or as a PubMed XML export")
     parser.add_argument("--verdicts", default="auto", choices=["auto", "on", "off"], help="Settings.verdicts")
     parser.add_argument("--data-dir", type=Path, help="index of the bundled corpus (built if missing)")
     parser.add_argument("--skip-local", action="store_true", help="only the scripted capable model and the AUCs")

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from results import RESULTS, ROOT
 
-ORDER = ["answers", "pubmedqa", "pubmedqa_verdicts_on", "gate", "claim_check", "retrieval", "side_by_side", "serving", "chat", "scale", "ingest_memory"]
+ORDER = ["answers", "findings", "pubmedqa_pubmed", "pubmedqa", "pubmedqa_verdicts_on", "gate", "claim_check", "retrieval", "side_by_side", "serving", "chat", "scale", "ingest_memory"]
 README_FIGURES = [
     ("local_dev_all", "Local 1.5B model, dev questions: citation precision / recall, facts, abstention"),
     ("local_held-out_all", "Local 1.5B model, held-out questions: the same"),
@@ -25,12 +25,18 @@ README_FIGURES = [
     ("capable_held-out_kept", "Capable model (scripted), held-out: correct answers kept"),
     ("capable_dev_altered", "Capable model (scripted), dev: altered numbers caught"),
     ("capable_dev_refusals", "Capable model (scripted), dev: refusals cited"),
+    ("local_held-out-yesno_all", "Local 1.5B model, held-out yes/no questions: the same"),
     ("local_dev_latency", "Local model answer latency, first token / total p50 (p95)"),
+    ("pubmedqa_pubmed_all", "PubMedQA-L (PubMed XML), local model: answered, gold cited, wrong verdicts, gold conclusion shown"),
+    ("pubmedqa_all", "PubMedQA-L as shipped (no conclusions), local model: the same"),
+    ("pubmedqa_pubmed_latency", "PubMedQA-L, local model: first token / total p50 (p95)"),
+    ("findings_sample_size", "Sample sizes shown: precision on hand-labelled abstracts"),
     ("scifact_ndcg10", "SciFact train nDCG@10"),
     ("search_latency_sample", "Search latency p50 / p95, bundled corpus"),
     ("side_by_side_ingest", "Ingest of the bundled corpus, abstracts/s: plain LlamaIndex / this project"),
     ("app_startup", "App start-up on a built index"),
     ("ui_sources", "In the browser: Enter to the retrieved sources on screen, p50 / p95"),
+    ("ui_findings", "In the browser: Enter to the papers' findings on screen, p50 / p95"),
     ("ui_search", "In the browser: search tab results, p50 / p95"),
 ]
 MARKERS = ("<!-- results:begin -->", "<!-- results:end -->")
@@ -67,6 +73,9 @@ def evaluation_md(results: list[dict]) -> str:
 
 
 def readme_table(results: list[dict]) -> str:
+    keys = [(r["key"], result["benchmark"]) for result in results for r in result["rows"] if r["key"]]
+    if clashes := sorted({f"{key} ({name})" for key, name in keys if [k for k, _ in keys].count(key) > 1}):
+        raise SystemExit(f"figure keys used twice, so the README could show the wrong one: {', '.join(clashes)}")
     by_key = {r["key"]: (r, result) for result in results for r in result["rows"] if r["key"]}
     lines = ["| what | measured |", "|---|---|"]
     for key, label in README_FIGURES:

@@ -7,8 +7,8 @@ Indexes the bundled corpus into DIR (a temp dir by default) unless it is there a
 then starts ``python app.py`` on it several times: seconds until the page answers, then
 one question through gradio_client, then the app's peak and current RSS from /proc.
 Then, in headless Chromium (the browser tests' harness, ``tests/browser.py``), for the first
-``--questions`` dev questions: from Enter to the retrieved sources on screen and to the
-answer's first words, and from Enter in the search tab to its results. Writes
+``--questions`` dev questions: from Enter to the retrieved sources on screen, to the papers'
+findings table, and to the answer's first words, and from Enter in the search tab to its results. Writes
 ``benchmarks/results/serving.json``. Never part of the test run.
 """
 
@@ -73,12 +73,12 @@ def one_start(data_dir: Path) -> dict[str, float]:
 
 
 def in_the_browser(data_dir: Path, questions: list[str]) -> dict[str, dict[str, float]]:
-    """p50/p95 (ms) from Enter to the sources on screen, to the answer's first words, and from
-    Enter in the search tab to its results, one fresh page per question."""
+    """p50/p95 (ms) from Enter to the sources on screen, to the findings table, to the answer's
+    first words, and from Enter in the search tab to its results, one fresh page per question."""
     from playwright.sync_api import sync_playwright
 
     process, url = start_app(data_dir, Path(tempfile.mkdtemp(prefix="serving-log-")) / "app.log")
-    sources, first_text, search = [], [], []
+    sources, table, first_text, search = [], [], [], []
     try:
         with sync_playwright() as playwright:
             chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
@@ -86,6 +86,7 @@ def in_the_browser(data_dir: Path, questions: list[str]) -> dict[str, dict[str, 
                 watched = Watched(chromium, url)
                 watched.ask(question)
                 sources.append(watched.marks["sources"] / 1000)
+                table.append(watched.marks["findings"] / 1000)
                 first_text.append(watched.marks["first_text"] / 1000)
                 page = watched.page
                 page.get_by_role("tab", name="Search").click()
@@ -98,7 +99,8 @@ def in_the_browser(data_dir: Path, questions: list[str]) -> dict[str, dict[str, 
             chromium.close()
     finally:
         stop(process)
-    return {"sources": latency_summary(sources), "first_text": latency_summary(first_text),
+    return {"sources": latency_summary(sources), "findings": latency_summary(table),
+            "first_text": latency_summary(first_text),
             "search": latency_summary(search)}
 
 
@@ -139,6 +141,8 @@ def main() -> None:
         row("app_rss", "peak RSS of the app process", span("VmHWM", "MB", 0)),
         row("ui_sources", f"browser: Enter to retrieved sources on screen, p50 / p95 ({len(questions)} dev questions)",
             ms("sources")),
+        row("ui_findings", "browser: Enter to the papers' findings table on screen, p50 / p95 (local model)",
+            ms("findings")),
         row("", "browser: Enter to the answer's first words, p50 / p95 (local model)", ms("first_text")),
         row("ui_search", "browser: Enter in the search tab to its results, p50 / p95", ms("search")),
     ])
