@@ -117,7 +117,7 @@ def separation(assistant: Assistant) -> list[dict[str, str]]:
             gold_hits = [h for h in hits if h.abstract.id in {g.id for g in golds}]
             missing = [g for g in golds if g.id not in {h.abstract.id for h in gold_hits}]
             pool = hits + [type(hits[0])(abstract=g, score=0.0, rank=0) for g in missing]
-            sources, _ = context.build(item["question"], pool, assistant.embedder, 100_000, "abstracts")
+            sources, _ = context.build(context.read(item["question"], pool, assistant.embedder), 100_000, "abstracts")
             number = {s.hit.abstract.id: s for s in sources}
             for claim in split_claims(re.sub(r"\[@(\d+)\]", r"[\1]", item["reply"])):
                 if not claim.cited:

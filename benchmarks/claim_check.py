@@ -49,7 +49,7 @@ def main() -> None:
     for name in ("claims.jsonl", "claims-heldout.jsonl"):
         for item in evaluation.load_qa(DATA / name):
             hits = assistant.search(item["question"], k=plan.top_k)
-            sources, _ = context.build(item["question"], hits, assistant.embedder, plan.tokens, plan.style)
+            sources, _ = context.build(context.read(item["question"], hits, assistant.embedder), plan.tokens, plan.style)
             reply, _ = resolve(item["reply"], render(sources), item["sources"])
             subject = subject_terms(item["question"], assistant.bm25)
             runs = []

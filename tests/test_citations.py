@@ -14,7 +14,7 @@ from assistant.answer.citations import (
     quote_sources,
     split_claims,
 )
-from assistant.answer.context import Source, build
+from assistant.answer.context import Source, build, read
 from assistant.index import embedders
 from assistant.settings import Settings
 from assistant.types import Abstract, Hit
@@ -47,7 +47,7 @@ EMBEDDER: embedders.Embedder
 def _sources(*texts: str) -> list[Source]:
     hits = [Hit(abstract=Abstract(id=f"a{i}", text=t, title=f"T{i}", source="s", titled=False), score=1.0, rank=i)
             for i, t in enumerate(texts, start=1)]
-    return build("", hits, EMBEDDER, 10_000, "abstracts")[0]
+    return build(read("", hits, EMBEDDER), 10_000, "abstracts")[0]
 
 
 def support(claim: str, text: str) -> float:

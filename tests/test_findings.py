@@ -65,7 +65,7 @@ def test_the_excerpt_holds_each_papers_findings(minilm: embedders.Embedder) -> N
     question = "Does aspirin prevent a second stroke?"
     reading = context.read(question, [_hit(aspirin)], minilm)
     found = findings.choose(reading)
-    [source], _ = context.build(question, reading, budget_tokens=80, first=findings.sentences_of(found, reading))
+    [source], _ = context.build(reading, 80, first=findings.sentences_of(found, reading))
     assert "9 of 120 patients" in source.excerpt and "halves the risk" in source.excerpt
 
 

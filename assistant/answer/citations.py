@@ -438,11 +438,15 @@ def lead_with_quotes(quoted: list[Finding], checked: Attribution) -> tuple[str, 
     kept = " ".join(s for s in sentences(checked.text)
                     if share(content_words(_MARKER.sub("", s)), quotes) < REPEATS_QUOTE)
     old = {str(c.number): c for c in checked.citations}  # `attribute` writes one number per marker
-    cited = [old[m.group(1).strip()] for m in _MARKER.finditer(kept) if m.group(1).strip() in old]
+
+    def backing(marker: re.Match[str]) -> Citation | None:
+        return old.get(marker.group(1).strip())
+
+    cited = [c for m in _MARKER.finditer(kept) if (c := backing(m))]
     for citation in cited:
         numbers.setdefault(citation.abstract.id, len(numbers) + 1)
-    rest = _MARKER.sub(lambda m: f" [{numbers[old[m.group(1).strip()].abstract.id]}]" if m.group(1).strip() in old
-                       else "", kept)  # a marker no verified citation backs cites nothing
+    # a marker no verified citation backs cites nothing
+    rest = _MARKER.sub(lambda m: f" [{numbers[c.abstract.id]}]" if (c := backing(m)) else "", kept)
     papers = {f.abstract.id: f.abstract for f in quoted} | {c.abstract.id: c.abstract for c in cited}
     model = {c.abstract.id: c for c in cited}
     citations = []

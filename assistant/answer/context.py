@@ -128,21 +128,17 @@ def read(question: str, hits: list[Hit], embedder: Embedder) -> Reading:
 
 
 def build(
-    question: str,
-    hits: list[Hit] | Reading,
-    embedder: Embedder | None = None,
-    budget_tokens: int = 400,
+    reading: Reading,
+    budget_tokens: int,
     style: Literal["sentences", "abstracts"] = "sentences",
     first: Mapping[str, list[str]] | None = None,
 ) -> tuple[list[Source], np.ndarray]:
-    """Number the hits and pick their excerpts (in ``style``) so that all of them fit
-    ``budget_tokens``; also return the question's embedding. ``hits`` may come already
-    `read`; ``first`` names, per abstract id, the sentences its excerpt holds after its best
-    one (its findings) in the sentences style, before the next-best of any."""
-    reading = hits if isinstance(hits, Reading) else read(question, hits, embedder) if hits else None
-    if reading is None:
-        assert embedder is not None
-        return [], embedder.embed([question])[0]
+    """Number the hits `read` and pick their excerpts (in ``style``) so that all of them fit
+    ``budget_tokens``; also return the question's embedding. ``first`` names, per abstract id,
+    the sentences its excerpt holds after its best one (its findings) in the sentences style,
+    before the next-best of any."""
+    if not reading.hits:
+        return [], reading.question_vector
     per_hit = [list(r.sentences) for r in reading.hits]
     flat = [(h, s) for h, group in enumerate(per_hit) for s in range(len(group))]
     similarity = np.concatenate([r.closeness for r in reading.hits])

@@ -173,7 +173,7 @@ def stream_answer(
         most = min(most, settings.quoted_max_tokens)
         budget = min(budget, settings.quoted_context_tokens) if plan.style == "sentences" else budget
     shown_first = findings.sentences_of([f for f in found if not quoting or f.kind == "result"], reading)
-    sources, question_vector = context.build(query, reading, budget_tokens=budget, style=plan.style, first=shown_first)
+    sources, question_vector = context.build(reading, budget, plan.style, first=shown_first)
     prompt = _prompt(query, sources, yes_no, settings.gives_verdicts)
     usage = Usage()
     pieces: list[str] = []

@@ -38,11 +38,6 @@ def _tagged(values: Any, tag: str) -> str | None:
     return None
 
 
-def _listed(value: Any) -> list[str]:
-    """A tag's values as a list (Biopython gives a repeated tag as a list, a single one as a string)."""
-    return [v for v in (value if isinstance(value, list) else [value]) if isinstance(v, str) and v.strip()]
-
-
 def fields(record: dict[str, Any]) -> dict[str, Any]:
     """A parsed MEDLINE record mapped onto the generic field names of `records.to_abstract`."""
     pmid = identifiers.pmid(record.get("PMID"))
@@ -54,7 +49,7 @@ def fields(record: dict[str, Any]) -> dict[str, Any]:
         "authors": record.get("FAU") or record.get("AU"),
         "year": record.get("DP"),
         "journal": record.get("JT") or record.get("TA"),
-        "publication_type": "; ".join(_listed(record.get("PT"))) or None,
+        "publication_type": record.get("PT"),  # one or a list: `records` joins them
         "doi": doi,
         "pmid": pmid,
     }

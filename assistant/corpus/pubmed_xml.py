@@ -83,7 +83,7 @@ def fields(article: Element) -> dict[str, Any]:
         "title": _text(article.find("MedlineCitation/Article/ArticleTitle")),
         "abstract": text,
         "nlm_categories": json.dumps(categories) if categories else None,
-        "publication_type": "; ".join(k for k in kinds if k) or None,
+        "publication_type": kinds,  # `records` joins them
         "authors": _authors(article),
         "year": _year(article),
         "journal": _text(article.find("MedlineCitation/Article/Journal/Title")),
