@@ -13,6 +13,12 @@ example questions, and uploads of more papers.
 Endpoints for ``gradio_client``: ``predict(message, api_name="/chat")`` (its first streamed
 update already carries the retrieved sources) and ``predict(query, k, api_name="/search")``
 (the results as HTML and as a list of records).
+
+Accounts (`assistant users add`): when any exists, every route asks for a login (the app's
+login page, ``Client(url, auth=(name, password))``, or a trusted proxy's header,
+``Settings.app_auth_header``), and every handler works on the logged-in user's view of the
+index (`Viewer`): the shared library and their private one. Uploads go to the private one and
+the uploaded files are deleted once indexed, so no one can fetch them by URL.
 """
 
 from __future__ import annotations
@@ -20,11 +26,13 @@ from __future__ import annotations
 import html
 import logging
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import gradio as gr
 
 from assistant import Answer, Assistant, Chat, GenerationError, Hit, QuestionError, Retrieved, default_assistant, render
+from assistant.accounts import AccountError
 from assistant.corpus import SUFFIXES
 from assistant.index.embedders import EmbeddingError
 from assistant.index.store import StoreError
@@ -95,16 +103,54 @@ def _record(hit: Hit) -> dict[str, Any]:
 def _filter_controls(choices: list[str], prefix: str) -> tuple[gr.Dropdown, gr.Textbox, gr.Textbox]:
     """The file and year-range filters, as the chat's settings and the search tab both show them
     (years are text boxes: an empty number box would read as year 0)."""
-    source = gr.Dropdown(choices, value=ALL_SOURCES, label="Search only in", elem_id=f"{prefix}-source")
+    source = gr.Dropdown(  # any value: with accounts, each user's files are listed only on their page
+        choices, value=ALL_SOURCES, label="Search only in", elem_id=f"{prefix}-source", allow_custom_value=True
+    )
     year_min = gr.Textbox(placeholder="any", label="From year", elem_id=f"{prefix}-year-min")
     year_max = gr.Textbox(placeholder="any", label="To year", elem_id=f"{prefix}-year-max")
     return source, year_min, year_max
 
 
+class Viewer:
+    """Each request's view of the index: the logged-in user's when accounts are on (decided
+    when the app starts), else the whole index. Never what the client names."""
+
+    def __init__(self, assistant: Assistant) -> None:
+        self.assistant = assistant
+        self.accounts_on = assistant.accounts.enabled() or bool(assistant.settings.app_auth_header)
+
+    def __call__(self, request: gr.Request | None) -> Assistant:
+        if not self.accounts_on:
+            if self.assistant.accounts.enabled():
+                raise AccountError("accounts were added since the app started: restart it so that it asks for logins")
+            return self.assistant
+        name = getattr(request, "username", None)
+        if not name:
+            raise AccountError("log in first")
+        return self.assistant.as_user(name)
+
+    def before_login(self) -> Assistant:
+        """What the page is built from: with accounts, the shared library alone."""
+        return self.assistant.shared_only() if self.accounts_on else self.assistant
+
+    def may_share(self) -> bool:
+        """Whether the upload offers the shared library (with accounts: admins, or everyone
+        when ``shared_uploads`` says so; checked again on ingest)."""
+        return self.accounts_on
+
+
+def _discard(files: list[str]) -> None:
+    """Delete uploaded files once read: Gradio serves its upload folder to any logged-in user
+    who knows a file's URL."""
+    for name in files:
+        Path(name).unlink(missing_ok=True)
+
+
 def build(assistant: Assistant) -> gr.Blocks:
     """The app's layout and events."""
     s = assistant.settings
-    status_text, choices = index_view(assistant)
+    viewer = Viewer(assistant)
+    status_text, choices = index_view(viewer.before_login())
     with gr.Blocks(title="Abstract Assistant") as demo:
         status = gr.Markdown(status_text, elem_id="status")
         conversation = gr.State(None)
@@ -118,7 +164,7 @@ def build(assistant: Assistant) -> gr.Blocks:
                         message = gr.Textbox(
                             placeholder="Ask about the indexed abstracts…", label="Question", elem_id="question"
                         )
-                        examples = answerable_examples(assistant)
+                        examples = answerable_examples(viewer.before_login())
                         if examples:
                             gr.Examples(examples=[[q] for q in examples], inputs=[message], label="Example questions")
                         with gr.Accordion("Settings", open=False):
@@ -128,8 +174,13 @@ def build(assistant: Assistant) -> gr.Blocks:
                             gr.Textbox(f"{s.llm_model} ({s.llm_backend})", label="Model", interactive=False)
                             new_chat = gr.Button("New chat")
                         with gr.Accordion("Add papers", open=False):
+                            to_shared = gr.Checkbox(
+                                False, label="Add to the shared library (everyone sees it; admins only)",
+                                visible=viewer.may_share(), elem_id="to-shared",
+                            )
                             upload = gr.File(
-                                label="Upload abstracts (" + ", ".join(SUFFIXES) + ")",
+                                label="Upload abstracts (" + ", ".join(SUFFIXES) + ")"
+                                + (": they go to your private library" if viewer.accounts_on else ""),
                                 file_types=list(SUFFIXES),
                                 file_count="multiple",
                                 elem_id="upload",
@@ -162,8 +213,15 @@ def build(assistant: Assistant) -> gr.Blocks:
             source: str = ALL_SOURCES,
             year_min: str | None = None,
             year_max: str | None = None,
-        ) -> Iterator[tuple[str, list[Turn], Any, Chat]]:
-            chat = chat or assistant.chat()
+            request: gr.Request = None,
+        ) -> Iterator[tuple[str, list[Turn], Any, Chat | None]]:
+            try:
+                view = viewer(request)
+            except AccountError as error:
+                yield "", [{"role": "assistant", "content": f"⚠ {html.escape(str(error))}"}], gr.skip(), None
+                return
+            if chat is None or chat.assistant.settings.user != view.settings.user:
+                chat = view.chat()
             turn = len(chat.history) + 1
             shown = _history(chat) + [
                 {"role": "user", "content": html.escape(text)},
@@ -197,32 +255,44 @@ def build(assistant: Assistant) -> gr.Blocks:
             source: str = ALL_SOURCES,
             year_min: str | None = None,
             year_max: str | None = None,
+            request: gr.Request = None,
         ) -> tuple[str, list[dict[str, Any]]]:
             if not text or not text.strip():
                 return "<p><em>Type a query to search the indexed abstracts.</em></p>", []
             try:
-                hits = assistant.search(text, k=int(k), filters=_filters(source, year_min, year_max))
+                hits = viewer(request).search(text, k=int(k), filters=_filters(source, year_min, year_max))
             except (QuestionError, StoreError, EmbeddingError, ValueError) as error:  # they say what to do
                 return f"<p>⚠ {html.escape(str(error))}</p>", []
             return render.search_html(hits), [_record(hit) for hit in hits]
 
         def add_papers(
-            files: list[str] | None, current: str, current_search: str, progress: gr.Progress = gr.Progress()
+            files: list[str] | None,
+            shared: bool,
+            current: str,
+            current_search: str,
+            request: gr.Request = None,
+            progress: gr.Progress = gr.Progress(),
         ) -> tuple[Any, ...]:
             if not files:
                 return "", gr.skip(), gr.skip(), gr.skip()
-            progress(0, desc="Reading files")
             try:
-                report = assistant.ingest(
-                    files, on_batch=lambda done, total: progress((done, total), desc="Indexing", unit="abstracts")
+                view = viewer(request)
+                if len(files) > s.app_max_upload_files:
+                    raise ValueError(f"{len(files)} files at once; upload at most {s.app_max_upload_files} at a time")
+                progress(0, desc="Reading files")
+                report = view.ingest(
+                    files, on_batch=lambda done, total: progress((done, total), desc="Indexing", unit="abstracts"),
+                    library="shared" if shared else None,
                 )
-            except (StoreError, EmbeddingError) as error:  # they say what to do
+            except (StoreError, EmbeddingError, ValueError) as error:  # they say what to do
                 return f"<p>⚠ {html.escape(str(error))}</p>", gr.skip(), gr.skip(), gr.skip()
             except Exception as error:  # the UI's boundary: a message, never a traceback
                 log.exception("ingest failed")
                 message = f"<p>⚠ The upload could not be indexed: {html.escape(str(error))}</p>"
                 return message, gr.skip(), gr.skip(), gr.skip()
-            status_now, choices_now = index_view(assistant)
+            finally:
+                _discard(files)
+            status_now, choices_now = index_view(view)
             return (
                 render.ingest_html(report, files),
                 status_now,
@@ -261,27 +331,59 @@ def build(assistant: Assistant) -> gr.Blocks:
             lambda: (None, [], render.sources_html(None)), None, [conversation, chatbot, sources], api_name=False
         )
         upload.upload(
-            add_papers, [upload, source, search_source], [upload_report, status, source, search_source],
+            add_papers, [upload, to_shared, source, search_source], [upload_report, status, source, search_source],
             api_name="add_papers", concurrency_limit=1,
         )
+
+        def on_load(request: gr.Request) -> tuple[Any, ...]:
+            """The status line and the source filters of this user's view."""
+            try:
+                status_now, choices_now = index_view(viewer(request))
+            except AccountError as error:
+                return f"⚠ {html.escape(str(error))}", gr.skip(), gr.skip()
+            return status_now, gr.Dropdown(choices=choices_now), gr.Dropdown(choices=choices_now)
+
+        if viewer.accounts_on:
+            demo.load(on_load, None, [status, source, search_source], api_name=False)
     return demo
 
 
 def launch(assistant: Assistant) -> None:
     """Serve the app with the assistant's settings (host, port, share link, login)."""
     s = assistant.settings
-    auth = (s.app_username, s.app_password.get_secret_value()) if s.app_username and s.app_password else None
+    auth: Any = None
+    if s.app_auth_header:
+        auth_dependency = _proxy_login(assistant)
+    else:
+        auth_dependency = None
+        if assistant.accounts.enabled():
+            auth = assistant.accounts.verify
+        elif s.app_username and s.app_password:
+            auth = (s.app_username, s.app_password.get_secret_value())
     theme = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"])
     build(assistant).queue().launch(
         server_name=s.app_host,
         server_port=s.app_port,
         share=s.app_share,
         auth=auth,
+        auth_dependency=auth_dependency,
         theme=theme,
         css=render.CSS,
         head=render.SCRIPT,
         max_file_size=s.app_max_upload_mb * gr.FileSize.MB,
     )
+
+
+def _proxy_login(assistant: Assistant) -> Any:
+    """Gradio's ``auth_dependency``: the account a trusted proxy's header names, or None
+    (refused) when there is no header or no such account."""
+    header = assistant.settings.app_auth_header
+
+    def user(request: Any) -> str | None:
+        name = request.headers.get(header)
+        return name if name and assistant.accounts.get(name) else None
+
+    return user
 
 
 def main() -> None:

@@ -1,26 +1,35 @@
-"""The `Assistant`: one configured index with its embedder, and the operations on it."""
+"""The `Assistant`: one configured index with its embedder, and the operations on it, as one
+account sees them.
+
+An `Assistant` made with ``user=NAME`` (or turned into one with `as_user`) searches and
+answers from the shared library and NAME's private one, and ingests into the private one;
+the restriction is applied here and in retrieval, from the account, never from anything a
+client sends. Views of one index made with `as_user` share its models, store and lexical index.
+"""
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from filelock import FileLock
 
+from assistant.accounts import AccountError, Accounts
 from assistant.answer import generators
 from assistant.answer.pipeline import Event, Parts, condense, final, gated, read_findings, stream_answer
 from assistant.index import embedders
 from assistant.index.bm25 import Bm25Index
 from assistant.index.ingest import ingest as run_ingest
 from assistant.index.store import ChromaStore
-from assistant.retrieval import HybridRetriever, SearchFilters, subject_terms
+from assistant.retrieval import HybridRetriever, SearchFilters
 from assistant.settings import Settings
-from assistant.types import Answer, Finding, Hit, IngestReport, Retrieved
+from assistant.types import SHARED, Answer, Finding, Hit, IngestReport, Retrieved, private_library
 
 MAX_QUESTION_CHARS = 4000
 
@@ -47,11 +56,31 @@ def _text_and_answer(events: Iterator[Event]) -> Iterator[str | Answer]:
     return (item for item in events if not isinstance(item, Retrieved))
 
 
+class _Shared:
+    """What every view of one index shares: its loaded parts and the lexical index's bookkeeping."""
+
+    def __init__(self) -> None:
+        self.lock = threading.RLock()
+        self.parts: dict[str, Any] = {}
+        self.lexical_lock = threading.Lock()
+        self.lexical_stamp: str | None = None
+        self.lexical_checked = float("-inf")
+        self.corpus_checked = False
+
+    def part(self, name: str, make: Callable[[], Any]) -> Any:
+        """The part of this name, made once for all views."""
+        with self.lock:
+            if name not in self.parts:
+                self.parts[name] = make()
+            return self.parts[name]
+
+
 class Assistant:
     """A question-answering assistant over one index of abstracts.
 
     Any `Settings` field can be passed as a keyword (``Assistant(data_dir="...")``);
     the rest come from the environment and ``.env``. Models and the store open lazily.
+    ``user=NAME`` gives NAME's view (an `AccountError` if there is no such account).
     """
 
     def __init__(self, settings: Settings | None = None, **overrides: Any) -> None:
@@ -59,38 +88,62 @@ class Assistant:
             self.settings = Settings(**overrides)
         else:
             self.settings = Settings(**{**settings.model_dump(), **overrides}) if overrides else settings
-        self._lexical_lock = threading.Lock()
-        self._corpus_checked = False
-        self._lexical_stamp: str | None = None
-        self._lexical_checked = float("-inf")
+        self.accounts = Accounts(self.settings.data_dir)
+        self.libraries = self._libraries(self.settings.user)
+        self._shared = _Shared()
+
+    def _libraries(self, user: str | None) -> tuple[str, ...] | None:
+        """The libraries this user sees (None: every library, the operator's view)."""
+        if user is None:
+            return None
+        self.accounts.require(user)
+        return (SHARED, private_library(user))
+
+    def as_user(self, user: str | None) -> Assistant:
+        """This assistant as one account sees it (None: the operator's view), sharing its
+        loaded models, store and lexical index."""
+        view = copy.copy(self)
+        view.libraries = self._libraries(user)
+        view.settings = self.settings.model_copy(update={"user": user})
+        view.__dict__.pop("retriever", None)
+        return view
+
+    def shared_only(self) -> Assistant:
+        """A view of the shared library alone (what is safe to show before anyone logs in)."""
+        view = self.as_user(None)
+        view.libraries = (SHARED,)
+        return view
 
     @cached_property
     def embedder(self) -> embedders.Embedder:
         """The configured embedding model (loaded on first use)."""
-        return embedders.create(self.settings)
+        return self._shared.part("embedder", lambda: embedders.create(self.settings))
 
     @cached_property
     def store(self) -> ChromaStore:
         """The Chroma store, checked against the configured embedder."""
-        return ChromaStore(self.settings, self.embedder.model_id)
+        return self._shared.part("store", lambda: ChromaStore(self.settings, self.embedder.model_id))
 
     @cached_property
     def generator(self) -> generators.Generator:
         """The configured LLM (loaded on first use; no fallback to another model)."""
-        return generators.create(self.settings)
+        return self._shared.part("generator", lambda: generators.create(self.settings))
 
     @cached_property
     def bm25(self) -> Bm25Index:
         """The lexical index, saved beside the Chroma data (one per collection)."""
         s = self.settings
-        return Bm25Index(
-            s.data_dir / "bm25" / s.collection, s.bm25_k1, s.bm25_b, s.bm25_title_weight, s.phrase_weight > 0
+        return self._shared.part(
+            "bm25",
+            lambda: Bm25Index(
+                s.data_dir / "bm25" / s.collection, s.bm25_k1, s.bm25_b, s.bm25_title_weight, s.phrase_weight > 0
+            ),
         )
 
     @cached_property
     def retriever(self) -> HybridRetriever:
-        """Hybrid dense + BM25 retrieval over this index."""
-        return HybridRetriever(self.store, self.embedder, self.bm25, self.settings)
+        """Hybrid dense + BM25 retrieval over what this view sees."""
+        return HybridRetriever(self.store, self.embedder, self.bm25, self.settings, self.libraries)
 
     def refresh_lexical(self, force: bool = False) -> None:
         """Bring BM25 in step when it does not cover exactly the committed abstracts.
@@ -100,31 +153,71 @@ class Assistant:
         few milliseconds, so searches look at most every ``index_check_seconds``; ingest and
         reset (``force``) always do.
         """
-        with self._lexical_lock:
+        shared = self._shared
+        with shared.lexical_lock:
             now = time.monotonic()
-            if not force and now - self._lexical_checked < self.settings.index_check_seconds:
+            if not force and now - shared.lexical_checked < self.settings.index_check_seconds:
                 return
-            self._lexical_checked = now
+            shared.lexical_checked = now
             stamp = self.store.change_stamp()
-            if stamp == self._lexical_stamp:
+            if stamp == shared.lexical_stamp:
                 return
+            if shared.lexical_stamp is not None:
+                self.store.catch_up(stamp)
             ids = self.store.indexed_id_list()
             self.bm25.update(ids, self.store.read_abstracts)
-            self._lexical_stamp = stamp
+            shared.lexical_stamp = stamp
 
     def ingest(
         self,
         paths: Iterable[str | Path] | str | Path,
         progress: bool = False,
         on_batch: Callable[[int, int | None], None] | None = None,
+        library: Literal["private", "shared"] | None = None,
     ) -> IngestReport:
-        """Index the abstracts in these files/folders; already indexed ones are skipped."""
+        """Index the abstracts in these files/folders; already indexed ones are skipped.
+
+        ``library``: "private" (the user's own; the default for a user's view) or "shared"
+        (the default for the operator's view; for a user, only admins, unless
+        ``Settings.shared_uploads`` is "everyone"). A private library holds at most
+        ``Settings.library_max_abstracts``.
+        """
         if isinstance(paths, str | Path):
             paths = [paths]
+        target, limit = self._target(library)
         with self._writing():
-            report = run_ingest(paths, self.store, self.embedder, self.settings, progress, on_batch)
+            report = run_ingest(
+                paths, self.store, self.embedder, self.settings, progress, on_batch, library=target, limit=limit
+            )
             self.refresh_lexical(force=True)
         return report
+
+    def _target(self, library: str | None) -> tuple[str, int | None]:
+        """The library an ingest writes to, and its size limit; an `AccountError` if this view
+        may not write there."""
+        user = self.settings.user
+        library = library or ("private" if user else "shared")
+        if library not in ("private", "shared"):
+            raise ValueError(f"library must be 'private' or 'shared', not {library!r}")
+        if library == "private":
+            if user is None:
+                raise AccountError("a private library belongs to a user: make the Assistant with user=NAME")
+            return private_library(user), self.settings.library_max_abstracts
+        if user is not None and self.settings.shared_uploads == "admins" and not self.accounts.require(user).admin:
+            raise AccountError(
+                f"only admins add to the shared library; {user!r} adds to their private one "
+                "(or an admin sets ASSISTANT_SHARED_UPLOADS=everyone)"
+            )
+        return SHARED, None
+
+    def remove_user(self, name: str) -> int:
+        """Delete an account and its private library; return how many abstracts that held."""
+        self.accounts.require(name)
+        with self._writing():
+            removed = self.store.delete_library(private_library(name))
+            self.refresh_lexical(force=True)
+        self.accounts.remove(name)
+        return removed
 
     def _writing(self) -> FileLock:
         """The lock that lets one process at a time write this index: a second ingest waits,
@@ -136,11 +229,11 @@ class Assistant:
     def ensure_corpus(self) -> IngestReport | None:
         """Ingest the bundled corpus if the index is empty and auto_ingest is on
         (checked once per `Assistant`)."""
-        if self._corpus_checked:
+        if self._shared.corpus_checked:
             return None
-        self._corpus_checked = True
+        self._shared.corpus_checked = True
         if self.settings.auto_ingest and self.store.count() == 0:
-            return self.ingest([self.settings.bundled_corpus])
+            return self.as_user(None).ingest([self.settings.bundled_corpus], library="shared")
         return None
 
     def search(
@@ -173,7 +266,7 @@ class Assistant:
         Empty when nothing retrieved is relevant enough to answer from."""
         question = check_question(question)
         hits = self.search(question, k or self.settings.context.top_k, filters)
-        if gated(hits, subject_terms(question, self.bm25), self.settings.min_relevance):
+        if gated(hits, self.retriever.subject_terms(question), self.settings.min_relevance):
             return []
         return read_findings(self.answering(), question, hits)[1]
 
@@ -203,7 +296,7 @@ class Assistant:
 
     def answering(self) -> Parts:
         """What the answer pipeline uses (the generator loads when it is first needed)."""
-        return Parts(self.search, self.embedder, lambda: self.generator, self.bm25, self.settings)
+        return Parts(self.search, self.embedder, lambda: self.generator, self.retriever.subject_terms, self.settings)
 
     def ask(
         self,
@@ -220,11 +313,11 @@ class Assistant:
         return Chat(self)
 
     def stats(self) -> dict[str, Any]:
-        """Counts of the index: abstracts, chunks, abstracts per source."""
-        by_source: Counter[str] = self.store.counts_by_source()
+        """Counts of what this view sees: abstracts, chunks, abstracts per source."""
+        by_source: Counter[str] = self.store.counts_by_source(self.libraries)
         return {
             "abstracts": sum(by_source.values()),
-            "chunks": self.store.chunk_count(),
+            "chunks": self.store.chunk_count(self.libraries),
             "by_source": dict(sorted(by_source.items())),
             "embedder": self.embedder.model_id,
             "location": (
@@ -236,9 +329,13 @@ class Assistant:
         }
 
     def reset(self) -> None:
-        """Delete everything in this index (vectors, abstracts and the BM25 index)."""
+        """Delete everything in this index (vectors, abstracts and the BM25 index); a user's
+        view deletes only that user's private library."""
         with self._writing():
-            self.store.reset()
+            if self.settings.user is None:
+                self.store.reset()
+            else:
+                self.store.delete_library(private_library(self.settings.user))
             self.refresh_lexical(force=True)
 
 

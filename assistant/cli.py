@@ -1,8 +1,13 @@
-"""The ``assistant`` command: ingest, stats, reset, search, ask, chat, eval."""
+"""The ``assistant`` command: ingest, stats, reset, search, ask, chat, eval, users.
+
+``--user NAME`` runs a command as that account sees the index (its private library and the
+shared one); without it, as the operator, who sees everything.
+"""
 
 from __future__ import annotations
 
 import argparse
+import getpass
 import json
 import sys
 from collections.abc import Iterator
@@ -19,9 +24,39 @@ from assistant.types import Retrieved, findings_lines
 
 
 def _ingest(assistant: Assistant, args: argparse.Namespace) -> int:
-    report = assistant.ingest(args.paths, progress=not args.quiet)
+    report = assistant.ingest(args.paths, progress=not args.quiet, library=args.library)
     print(report.summary())
-    print(f"index now holds {assistant.store.count()} abstracts")
+    print(f"{'you now see' if assistant.settings.user else 'index now holds'} {assistant.stats()['abstracts']} abstracts")
+    return 0
+
+
+def _password(args: argparse.Namespace) -> str:
+    """A new password: the first line of stdin when it is piped, else typed twice."""
+    if not sys.stdin.isatty():
+        return sys.stdin.readline().rstrip("\r\n")
+    password = getpass.getpass(f"password for {args.name}: ")
+    if getpass.getpass("again: ") != password:
+        raise ValueError("the two passwords differ; nothing changed")
+    return password
+
+
+def _users(assistant: Assistant, args: argparse.Namespace) -> int:
+    accounts = assistant.accounts
+    if args.action == "list":
+        for user in accounts.users():
+            print(f"{user.name}{'  (admin)' if user.admin else ''}")
+        return 0
+    if args.name is None:
+        raise ValueError(f"`users {args.action}` needs a user name")
+    if args.action == "add":
+        accounts.add(args.name, _password(args), admin=args.admin)
+        print(f"added {'admin ' if args.admin else ''}{args.name}; the app now asks everyone to log in")
+    elif args.action == "passwd":
+        accounts.set_password(args.name, _password(args))
+        print(f"changed the password of {args.name}")
+    else:
+        removed = assistant.remove_user(args.name)
+        print(f"removed {args.name} and the {removed} abstracts of their private library")
     return 0
 
 
@@ -39,13 +74,15 @@ def _stats(assistant: Assistant, args: argparse.Namespace) -> int:
 
 
 def _reset(assistant: Assistant, args: argparse.Namespace) -> int:
+    user = assistant.settings.user
+    what = f"{user}'s private library" if user else f"every abstract in {assistant.stats()['location']}"
     if not args.yes:
-        answer = input(f"Delete every abstract in {assistant.stats()['location']}? [y/N] ")
+        answer = input(f"Delete {what}? [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):
             print("nothing deleted")
             return 1
     assistant.reset()
-    print("index is empty")
+    print(f"deleted {what}")
     return 0
 
 
@@ -209,25 +246,37 @@ def _eval_retrieval(assistant: Assistant, args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (one sub-command per operation)."""
-    parser = argparse.ArgumentParser(prog="assistant", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="assistant", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    user_help = "act as this account: its private library and the shared one (default: the operator, who sees all)"
+    parser.add_argument("--user", metavar="NAME", help=user_help)
+    as_user = argparse.ArgumentParser(add_help=False)  # --user after the command works too
+    as_user.add_argument("--user", metavar="NAME", default=argparse.SUPPRESS, help=user_help)
     commands = parser.add_subparsers(dest="command", required=True)
 
-    ingest = commands.add_parser("ingest", help="index abstracts from files or folders")
+    ingest = commands.add_parser("ingest", parents=[as_user], help="index abstracts from files or folders")
     ingest.add_argument(
         "paths", nargs="+", help="files or folders: Daily Papers .txt, .jsonl/.json (records, CSL JSON, OpenAlex), "
         ".csv/.tsv, .bib, .ris, PubMed .nbib/.txt (MEDLINE) and .xml")
     ingest.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    ingest.add_argument(
+        "--library", choices=("private", "shared"),
+        help="where the papers go: with --user, private by default (shared: admins only); else shared",
+    )
     ingest.set_defaults(run=_ingest)
 
-    stats = commands.add_parser("stats", help="what the index holds")
+    stats = commands.add_parser("stats", parents=[as_user], help="what the index holds")
     stats.add_argument("--json", action="store_true")
     stats.set_defaults(run=_stats)
 
-    reset = commands.add_parser("reset", help="delete everything in the index")
+    reset = commands.add_parser(
+        "reset", parents=[as_user], help="delete everything in the index (with --user: that user's private library)"
+    )
     reset.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
     reset.set_defaults(run=_reset)
 
-    search = commands.add_parser("search", help="find the abstracts that match a question")
+    search = commands.add_parser("search", parents=[as_user], help="find the abstracts that match a question")
     search.add_argument("question")
     search.add_argument("-k", type=int, default=10, help="number of abstracts (default 10)")
     search.add_argument("--source", action="append", help="only this source file (repeatable)")
@@ -236,7 +285,7 @@ def build_parser() -> argparse.ArgumentParser:
     search.add_argument("--json", action="store_true")
     search.set_defaults(run=_search)
 
-    ask = commands.add_parser("ask", help="answer a question with citations (streams)")
+    ask = commands.add_parser("ask", parents=[as_user], help="answer a question with citations (streams)")
     ask.add_argument("question")
     ask.add_argument(
         "--format",
@@ -248,7 +297,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ask.set_defaults(run=_ask)
 
-    chat = commands.add_parser("chat", help="a multi-turn conversation in the terminal")
+    chat = commands.add_parser("chat", parents=[as_user], help="a multi-turn conversation in the terminal")
     chat.set_defaults(run=_chat)
 
     evaluate = commands.add_parser("eval", help="measure retrieval or answer quality")
@@ -264,6 +313,14 @@ def build_parser() -> argparse.ArgumentParser:
     answers.add_argument("--limit", type=int, help="only the first N questions")
     answers.add_argument("--json", action="store_true")
     answers.set_defaults(run=_eval_answers)
+
+    users = commands.add_parser(
+        "users", help="accounts: once one exists, the app asks everyone to log in, and each user has a private library"
+    )
+    users.add_argument("action", choices=("add", "list", "remove", "passwd"))
+    users.add_argument("name", nargs="?", help="the user (add, remove, passwd)")
+    users.add_argument("--admin", action="store_true", help="add: may add papers to the shared library")
+    users.set_defaults(run=_users)
     return parser
 
 
@@ -271,7 +328,7 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``assistant`` console script."""
     args = build_parser().parse_args(argv)
     try:
-        return args.run(Assistant(), args)
+        return args.run(Assistant(**({"user": args.user} if args.user else {})), args)
     except (QuestionError, StoreError, EmbeddingError, GenerationError, ModelFileError,
             ValidationError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)

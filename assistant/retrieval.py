@@ -23,7 +23,10 @@
    first (plateau 0.1-0.3; 0.15 chosen) and to 0.749 with both (0.4-1.0 all within 0.001;
    0.5 chosen; the measurements are in docs/experiments.md and benchmarks/retrieval.py).
 
-Filters (source file names, year range) apply on both sides.
+Filters (source file names, year range) apply on both sides, and so does the restriction to
+the libraries a user may see (`HybridRetriever.libraries`), set by the caller's account,
+never by what a client sends: nothing outside them is searched, counted as a subject, or
+returned.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from assistant.corpus.display import sentences
 from assistant.index.bm25 import ACRONYM, Bm25Index
 from assistant.index.chunking import chunk
 from assistant.index.embedders import Embedder
-from assistant.index.store import ChromaStore
+from assistant.index.store import ChromaStore, visible
 from assistant.settings import Settings
 from assistant.types import Abstract, Chunk, Hit
 from assistant.words import question_names
@@ -144,10 +147,10 @@ SUBJECT_MAX_SHARE = 0.02
 UNIQUE_SUBJECT_MAX_ABSTRACTS = 2
 
 
-def subject_terms(question: str, bm25: Bm25Index) -> dict[str, list[str]]:
-    """The question's named terms (lower-case) that only a few indexed abstracts contain,
-    each with the ids of those abstracts. A name no abstract contains is left out: it may be
-    spelled differently in the index. A capital the question had to have (its first word, a
+def subject_terms(question: str, bm25: Bm25Index, mask: np.ndarray | None = None) -> dict[str, list[str]]:
+    """The question's named terms (lower-case) that only a few indexed abstracts (of those
+    ``mask`` allows) contain, each with the keys of those abstracts. A name no abstract
+    contains is left out: it may be spelled differently in the index. A capital the question had to have (its first word, a
     title's words: `question_names`) names nothing: "Storage of vaccines: weak link?" put to
     an index where "storage" is rare has no subject, and is not let past the relevance gate.
 
@@ -155,20 +158,23 @@ def subject_terms(question: str, bm25: Bm25Index) -> dict[str, list[str]]:
     abstracts say "limit") looks common. Such an acronym is counted again as written, and
     kept as written when it is rare that way.
     """
-    limit = int(max(SUBJECT_MAX_ABSTRACTS, SUBJECT_MAX_SHARE * len(bm25.ids)))
-    terms = {term: ids for term in question_names(question) if (ids := bm25.containing(term, limit))}
+    indexed = len(bm25.ids) if mask is None else int(mask.sum())
+    limit = int(max(SUBJECT_MAX_ABSTRACTS, SUBJECT_MAX_SHARE * indexed))
+    terms = {term: ids for term in question_names(question) if (ids := bm25.containing(term, limit, mask))}
     for acronym in dict.fromkeys(ACRONYM.findall(question)):
-        if acronym.lower() not in terms and (ids := bm25.with_acronym(acronym, limit)):
+        if acronym.lower() not in terms and (ids := bm25.with_acronym(acronym, limit, mask)):
             terms[acronym] = ids
     return terms
 
 
-def subject_bonuses(question: str, bm25: Bm25Index, weight: float, unique_weight: float) -> dict[str, float]:
+def subject_bonuses(
+    question: str, bm25: Bm25Index, weight: float, unique_weight: float, mask: np.ndarray | None = None
+) -> dict[str, float]:
     """Abstract id → its bonus for containing the question's subject: ``weight``, or
     ``unique_weight`` if larger when at most ``UNIQUE_SUBJECT_MAX_ABSTRACTS`` abstracts
     have that name (the question is then almost surely about them)."""
     bonuses: dict[str, float] = {}
-    for ids in subject_terms(question, bm25).values():
+    for ids in subject_terms(question, bm25, mask).values():
         bonus = max(weight, unique_weight) if len(ids) <= UNIQUE_SUBJECT_MAX_ABSTRACTS else weight
         for abstract_id in ids:
             bonuses[abstract_id] = max(bonuses.get(abstract_id, 0.0), bonus)
@@ -213,17 +219,44 @@ class Ranking:
 
 
 class HybridRetriever:
-    """Dense + BM25 search over one index, fused and aggregated to abstracts."""
+    """Dense + BM25 search over one index, fused and aggregated to abstracts, within
+    ``libraries`` (None: all of them)."""
 
-    def __init__(self, store: ChromaStore, embedder: Embedder, bm25: Bm25Index, settings: Settings) -> None:
+    def __init__(
+        self,
+        store: ChromaStore,
+        embedder: Embedder,
+        bm25: Bm25Index,
+        settings: Settings,
+        libraries: tuple[str, ...] | None = None,
+    ) -> None:
         self.store, self.embedder, self.bm25, self.settings = store, embedder, bm25, settings
+        self.libraries = libraries
+
+    def _where(self, filters: SearchFilters | None) -> dict[str, Any] | None:
+        """The filters and the library restriction as one Chroma ``where`` clause."""
+        parts = [filters.for_chroma() if filters else None, visible(self.libraries) if self.libraries else None]
+        present = [part for part in parts if part]
+        return {"$and": present} if len(present) > 1 else (present[0] if present else None)
+
+    def _mask(self, filters: SearchFilters | None) -> np.ndarray | None:
+        """The filters and the library restriction as one mask over the BM25 index."""
+        mask = filters.mask(self.bm25) if filters else None
+        if self.libraries:
+            allowed = self.bm25.visible(self.libraries)
+            mask = allowed if mask is None else mask * allowed
+        return mask
+
+    def subject_terms(self, question: str) -> dict[str, list[str]]:
+        """`subject_terms` among the abstracts this retriever may see."""
+        return subject_terms(question, self.bm25, self._mask(None))
 
     def dense(self, question: str, depth: int, filters: SearchFilters | None) -> dict[str, tuple[float, str]]:
         """Abstract id → (best chunk cosine, best chunk id), for the top ``depth`` abstracts."""
         return self._nearest(self.embedder.embed([question])[0], depth, filters)
 
     def _nearest(self, vector: np.ndarray, depth: int, filters: SearchFilters | None) -> dict[str, tuple[float, str]]:
-        where = filters.for_chroma() if filters else None
+        where = self._where(filters)
         best: dict[str, tuple[float, str]] = {}
         for chunk_id, abstract_id, score in self.store.query_chunks(vector, depth * CHUNKS_PER_ABSTRACT, where):
             if abstract_id not in best:  # results come nearest first
@@ -232,7 +265,7 @@ class HybridRetriever:
 
     def lexical(self, question: str, depth: int, filters: SearchFilters | None) -> dict[str, float]:
         """Abstract id → BM25 score, for the top ``depth`` abstracts."""
-        return dict(self.bm25.search(question, depth, filters.mask(self.bm25) if filters else None))
+        return dict(self.bm25.search(question, depth, self._mask(filters)))
 
     def _chunks(self, abstract: Abstract) -> list[Chunk]:
         """The abstract's chunks as ingest made them (chunk ids are deterministic)."""
@@ -243,14 +276,28 @@ class HybridRetriever:
         settings = self.settings
         vector = self.embedder.embed([question])[0]
         dense = self._nearest(vector, depth, filters)
-        mask = filters.mask(self.bm25) if filters else None
+        mask = self._mask(filters)
         lexical = dict(self.bm25.search(question, depth, mask))
         phrases = dict(self.bm25.search_phrases(question, depth, mask)) if settings.phrase_weight else {}
         ranked = fuse(
             {i: s for i, (s, _) in dense.items()}, lexical, settings.lexical_weight, phrases, settings.phrase_weight
         )
-        bonuses = subject_bonuses(question, self.bm25, settings.subject_weight, settings.unique_subject_weight)
+        bonuses = subject_bonuses(
+            question, self.bm25, settings.subject_weight, settings.unique_subject_weight, self._mask(None)
+        )
         return Ranking(with_subject_bonus(ranked, bonuses), dense, lexical, vector)
+
+    def _shown(self, ranked: list[tuple[str, float]], abstracts: dict[str, Abstract]) -> list[tuple[str, float]]:
+        """The ranked keys that can be shown: committed, in a visible library (checked again
+        on the record itself), and the first of any paper held both shared and privately."""
+        shown, ids = [], set()
+        for key, score in ranked:
+            abstract = abstracts.get(key)
+            if abstract is None or (self.libraries and abstract.library not in self.libraries) or abstract.id in ids:
+                continue
+            shown.append((key, score))
+            ids.add(abstract.id)
+        return shown
 
     def search(self, question: str, k: int, filters: SearchFilters | None = None) -> list[Hit]:
         """The ``k`` best abstracts for the question."""
@@ -258,7 +305,7 @@ class HybridRetriever:
         dense, lexical, vector = ranking.dense, ranking.lexical, ranking.vector
         top = ranking.ranked[: k + 10]  # a few spare in case some are still pending
         abstracts = self.store.get_abstracts([i for i, _ in top])
-        top = [(i, score) for i, score in top if i in abstracts][:k]
+        top = self._shown(top, abstracts)[:k]
         unreached = [abstracts[i] for i, _ in top if i not in dense]
         dense.update(self.store.best_chunks(vector, [c.id for a in unreached for c in self._chunks(a)]))
         passages = self.store.chunk_texts([dense[i][1] for i, _ in top if i in dense])

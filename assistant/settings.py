@@ -32,6 +32,21 @@ class Settings(BaseSettings):
         env_prefix="ASSISTANT_", env_file=".env", env_file_encoding="utf-8", extra="ignore"
     )
 
+    # Accounts and libraries
+    user: str | None = Field(
+        default=None,
+        description="The account whose view this is (see `assistant users`): searches and answers "
+        "see the shared library and this user's private one, and ingests go to the private one. "
+        "Unset: the operator's view, which sees every library and ingests into the shared one "
+        "(with no accounts, the only view).",
+    )
+    shared_uploads: Literal["admins", "everyone"] = Field(
+        default="admins", description="Who may add papers to the shared library when accounts exist."
+    )
+    library_max_abstracts: int = Field(
+        default=100_000, ge=1, description="Most abstracts a user's private library may hold (more are rejected)."
+    )
+
     # Storage
     data_dir: Path = Field(
         default_factory=lambda: Path(user_data_dir("abstract-assistant")),
@@ -247,7 +262,9 @@ class Settings(BaseSettings):
         description="Ask Gradio for a public share link (off: the app is reachable only where it listens).",
     )
     app_username: str | None = Field(
-        default=None, description="Username the app asks for (set with app_password; unset: no login)."
+        default=None,
+        description="One shared login for the app when no accounts exist (set with app_password; "
+        "unset: no login). Accounts (`assistant users add`) replace it.",
     )
     app_password: SecretStr | None = Field(default=None, description="Password the app asks for.")
     app_concurrency: int | None = Field(
@@ -259,6 +276,13 @@ class Settings(BaseSettings):
     )
     app_max_upload_mb: int = Field(
         default=50, ge=1, description="Largest file the app accepts for upload, in MB (larger ones get a message)."
+    )
+    app_max_upload_files: int = Field(default=20, ge=1, description="Most files one upload in the app may hold.")
+    app_auth_header: str | None = Field(
+        default=None,
+        description="Request header naming the logged-in user, set by a trusted reverse proxy that "
+        "authenticates (oauth2-proxy: X-Forwarded-User); it replaces the app's login page. The name "
+        "must be an account. Only behind such a proxy: anyone reaching the app directly could send it.",
     )
     app_examples: list[str] = Field(
         default=[
@@ -277,6 +301,8 @@ class Settings(BaseSettings):
             raise ValueError("set both chroma_host and chroma_port to use a Chroma server")
         if (self.app_username is None) != (self.app_password is None):
             raise ValueError("set both app_username and app_password to require a login")
+        if self.app_auth_header and self.app_username:
+            raise ValueError("app_auth_header (a proxy's login) and app_username (the app's own) exclude each other")
         if self.chunk_overlap >= self.chunk_size:
             raise ValueError("chunk_overlap must be smaller than chunk_size")
         return self

@@ -7,6 +7,13 @@ from typing import Any
 
 from assistant import identifiers, references
 
+SHARED = "shared"  # the library everyone sees; each user's own is `private_library(name)`
+
+
+def private_library(user: str) -> str:
+    """The name of a user's private library."""
+    return f"user:{user}"
+
 
 @dataclass(frozen=True)
 class Abstract:
@@ -17,7 +24,8 @@ class Abstract:
     or, for untitled abstracts, a readable title derived from the text (``titled`` tells
     which). ``source`` names the file it was loaded from. ``doi`` (lower case, no resolver
     prefix), ``pmid`` and ``arxiv_id`` (no version) are normalised by `assistant.identifiers`;
-    the journal or venue, when known, is ``extra["journal"]``.
+    the journal or venue, when known, is ``extra["journal"]``. ``library`` is the library
+    that holds it: `SHARED`, or a user's private one (`private_library`).
     """
 
     id: str
@@ -32,6 +40,14 @@ class Abstract:
     pmid: str | None = None
     arxiv_id: str | None = None
     extra: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+    library: str = SHARED
+
+    @property
+    def key(self) -> str:
+        """Where the index keeps it: its id in the shared library, its id and library in a
+        private one, so that two users can each hold the same paper without either's ingest
+        touching, or learning of, the other's copy."""
+        return self.id if self.library == SHARED else f"{self.id}@{self.library}"
 
     @property
     def identity(self) -> tuple[str, ...]:

@@ -7,8 +7,8 @@ papers' own results and conclusions while the model loads and reads; `findings`)
 model's text deltas, then the verified `Answer`. The model reads each paper's findings first
 (its excerpt opens with them), then what else fits the budget.
 
-The pipeline receives what it uses (`Parts`: search, embedder, generator, lexical index,
-settings) from its caller and never reaches back up into it.
+The pipeline receives what it uses (`Parts`: search, embedder, generator, the question's
+subject terms, settings) from its caller and never reaches back up into it.
 
 A yes/no question (`questions.is_yes_no`) is put to the model as a request for the finding
 that decides it (``prompts/finding.md``), and its verdict is kept only where the answering
@@ -52,9 +52,8 @@ from typing import Any
 from assistant import prompts
 from assistant.answer import citations, context, findings, questions
 from assistant.answer.generators import Generator, Usage
-from assistant.index.bm25 import Bm25Index
 from assistant.index.embedders import Embedder
-from assistant.retrieval import SearchFilters, subject_terms
+from assistant.retrieval import SearchFilters
 from assistant.settings import Settings
 from assistant.types import Answer, Citation, Finding, Hit, Retrieved
 from assistant.words import mentions
@@ -82,7 +81,7 @@ class Parts:
     search: Search
     embedder: Embedder
     load_generator: Callable[[], Generator]
-    lexical: Bm25Index
+    subject: Callable[[str], Mapping[str, list[str]]]  # `retrieval.subject_terms` within what search sees
     settings: Settings
 
 
@@ -119,9 +118,9 @@ def read_findings(parts: Parts, question: str, hits: list[Hit]) -> tuple[context
 def gated(hits: list[Hit], subject: Mapping[str, list[str]], min_relevance: float) -> bool:
     """Whether the model is not asked (``low_relevance``): nothing was retrieved, or the top
     hit's relevance is below ``min_relevance`` and it is not one of the abstracts that name
-    the question's ``subject`` (`subject_terms`)."""
+    the question's ``subject`` (`retrieval.subject_terms`)."""
     named = {i for ids in subject.values() for i in ids}
-    return not hits or (hits[0].relevance < min_relevance and hits[0].abstract.id not in named)
+    return not hits or (hits[0].relevance < min_relevance and hits[0].abstract.key not in named)
 
 
 def names_subject(subject: Mapping[str, list[str]], cited: list[Citation]) -> bool:
@@ -150,7 +149,7 @@ def stream_answer(
     plan = settings.context
     hits = parts.search(query, k or plan.top_k, filters)
     timings = {"retrieve": time.perf_counter() - started}
-    subject = subject_terms(query, parts.lexical)
+    subject = parts.subject(query)
     if gated(hits, subject, settings.min_relevance):
         yield Retrieved(query, hits)
         generator = parts.load_generator()

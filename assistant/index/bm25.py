@@ -17,7 +17,8 @@ directory beside them, with the ids it covers and their token ids (`bm25_arrays`
 Whenever the saved copy does not cover exactly the committed abstracts, it is brought in
 step with Chroma: after an ingest only the new abstracts are read and tokenized; after a
 reset, a crash, or a Chroma server that another machine filled, all are, streamed from Chroma
-a page at a time (only their ids, sources, years and acronyms are held).
+a page at a time (only their keys, sources, libraries, years and acronyms are held).
+Abstracts are known by `Abstract.key`; `visible` masks the libraries a user may see.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ import Stemmer
 from bm25s.stopwords import STOPWORDS_EN
 
 from assistant.index.bm25_arrays import ArrayBM25, TokenArrays, pair_buckets, word_hash
-from assistant.types import Abstract
+from assistant.types import SHARED, Abstract
 
 _STEMMER = Stemmer.Stemmer("english")
 _MANIFEST = "assistant.json"
@@ -131,7 +132,9 @@ class Bm25Index:
         self.ids: list[str] = []
         self._rows: dict[str, int] = {}
         self.sources = np.array([], dtype=object)
+        self.libraries = np.array([], dtype=object)
         self.years = np.array([], dtype=np.int32)
+        self._visible: dict[tuple[str, tuple[str, ...]], np.ndarray] = {}
         self.model: bm25s.BM25 | None = None
         self.phrase_model: bm25s.BM25 | None = None
         self._acronyms: dict[str, np.ndarray] = {}
@@ -155,6 +158,7 @@ class Bm25Index:
         self.ids, self.fingerprint = manifest["ids"], manifest["fingerprint"]
         self._rows = {i: row for row, i in enumerate(self.ids)}
         self.sources = np.array(manifest["sources"], dtype=object)
+        self.libraries = np.array(manifest.get("libraries", [SHARED] * len(self.ids)), dtype=object)
         self.years = np.array(manifest["years"], dtype=np.int32)
 
     @staticmethod
@@ -205,6 +209,7 @@ class Bm25Index:
     def _clear(self) -> None:
         self.ids, self._rows, self.fingerprint = [], {}, ""
         self.sources, self.years = np.array([], dtype=object), np.array([], dtype=np.int32)
+        self.libraries = np.array([], dtype=object)
         self.model = self.phrase_model = None
         self._acronyms = {}
 
@@ -221,14 +226,16 @@ class Bm25Index:
 
     def _extended(self, tokens: TokenArrays, abstracts: Iterable[Abstract]) -> TokenArrays:
         """The ``tokens`` of the indexed abstracts followed by those of these ones, which are
-        tokenized as they stream past: only their ids, sources, years and acronyms are kept."""
-        added, sources, years, acronyms = [], [], [], _AcronymLists(self._acronyms)
+        tokenized as they stream past: only their keys, sources, libraries, years and acronyms
+        are kept."""
+        added, sources, libraries, years, acronyms = [], [], [], [], _AcronymLists(self._acronyms)
         weight = self.params["title_weight"]
 
         def texts() -> Iterator[str]:
             for row, abstract in enumerate(abstracts, len(self.ids)):
-                added.append(abstract.id)
+                added.append(abstract.key)
                 sources.append(abstract.source)
+                libraries.append(abstract.library)
                 years.append(abstract.year or 0)
                 acronyms.add(f"{abstract.title}\n{abstract.text}", row)
                 yield " ".join([abstract.title] * weight * abstract.titled + [abstract.text])
@@ -237,6 +244,7 @@ class Bm25Index:
         self.ids = self.ids + added
         self._rows = {i: row for row, i in enumerate(self.ids)}
         self.sources = np.concatenate([self.sources, np.array(sources, dtype=object)])
+        self.libraries = np.concatenate([self.libraries, np.array(libraries, dtype=object)])
         self.years = np.concatenate([self.years, np.array(years, dtype=np.int32)])
         self.fingerprint = fingerprint(self.ids)
         self._acronyms = self._split(*acronyms.merged())
@@ -274,6 +282,7 @@ class Bm25Index:
             "fingerprint": self.fingerprint,
             "ids": self.ids,
             "sources": self.sources.tolist(),
+            "libraries": self.libraries.tolist(),
             "years": self.years.tolist(),
         }
         (staging / _MANIFEST).write_text(json.dumps(manifest))
@@ -327,24 +336,37 @@ class Bm25Index:
             total += weight
         return dict(zip(ids, (found / total).tolist(), strict=True))
 
-    def containing(self, text: str, limit: int | None = None) -> list[str]:
-        """The ids of the indexed abstracts that contain every token of ``text`` (a name
-        such as "Time-MoE" is two tokens; both must occur); none if more than ``limit`` do
-        (a common word is no name, and listing its ids costs more than the search)."""
+    def visible(self, libraries: Iterable[str]) -> np.ndarray:
+        """A 0/1 mask over the indexed abstracts: 1 for those in these libraries (kept until
+        the index changes: comparing a million library names takes tens of milliseconds)."""
+        key = (self.fingerprint, tuple(sorted(libraries)))
+        if key not in self._visible:
+            if self._visible and next(iter(self._visible))[0] != self.fingerprint:
+                self._visible.clear()
+            self._visible[key] = np.isin(self.libraries, list(key[1])).astype(np.float32)
+        return self._visible[key]
+
+    def containing(self, text: str, limit: int | None = None, mask: np.ndarray | None = None) -> list[str]:
+        """The keys of the indexed abstracts (of those ``mask`` allows) that contain every
+        token of ``text`` (a name such as "Time-MoE" is two tokens; both must occur); none if
+        more than ``limit`` do (a common word is no name, and listing its keys costs more
+        than the search)."""
         terms = tokenize([text])[0] if self.model is not None else []
         if not terms:
             return []
         found = self._postings(terms[0])
         for term in terms[1:]:
             found = np.intersect1d(found, self._postings(term), assume_unique=True)
-        return self._ids_of(found, limit)
+        return self._ids_of(found, limit, mask)
 
-    def with_acronym(self, acronym: str, limit: int | None = None) -> list[str]:
-        """The ids of the abstracts holding this acronym as written ("LIMIT", not "limit");
-        none if more than ``limit`` do."""
-        return self._ids_of(self._acronyms.get(acronym, np.array([], dtype=np.int32)), limit)
+    def with_acronym(self, acronym: str, limit: int | None = None, mask: np.ndarray | None = None) -> list[str]:
+        """The keys of the abstracts (of those ``mask`` allows) holding this acronym as
+        written ("LIMIT", not "limit"); none if more than ``limit`` do."""
+        return self._ids_of(self._acronyms.get(acronym, np.array([], dtype=np.int32)), limit, mask)
 
-    def _ids_of(self, rows: np.ndarray, limit: int | None) -> list[str]:
+    def _ids_of(self, rows: np.ndarray, limit: int | None, mask: np.ndarray | None) -> list[str]:
+        if mask is not None:
+            rows = rows[mask[rows] > 0]
         return [] if limit is not None and len(rows) > limit else [self.ids[int(row)] for row in rows]
 
     def _postings(self, term: str) -> np.ndarray:

@@ -30,12 +30,12 @@ def _splitter(chunk_size: int, chunk_overlap: int) -> SentenceSplitter:
 def chunk(abstract: Abstract, chunk_size: int, chunk_overlap: int) -> list[Chunk]:
     """Split an abstract into chunks of at most ``chunk_size`` cl100k tokens.
 
-    Chunk ids are ``<abstract id>#<n>``: deterministic, so re-ingesting an abstract
-    rewrites the same ids instead of adding new ones.
+    Chunk ids are ``<abstract key>#<n>`` (`Abstract.key`): deterministic, so re-ingesting an
+    abstract rewrites the same ids instead of adding new ones.
     """
     pieces = _splitter(chunk_size, chunk_overlap).split_text(abstract.text) or [abstract.text]
     return [
-        Chunk(id=f"{abstract.id}#{n}", abstract_id=abstract.id, index=n, text=piece)
+        Chunk(id=f"{abstract.key}#{n}", abstract_id=abstract.key, index=n, text=piece)
         for n, piece in enumerate(pieces)
     ]
 

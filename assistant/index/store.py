@@ -14,8 +14,16 @@ Two collections per index:
   recovery and reset renews: other processes compare it to notice that the index changed
   (counting the collections instead took 340 ms at a million abstracts).
 
+Every record names its ``library`` (the shared one, or a user's private one) and is keyed by
+`Abstract.key`, so a private copy of a paper never collides with another user's. Readers
+restrict chunks and abstracts to the libraries a user may see with `visible`; indexes
+written before libraries existed are labelled shared when first opened.
+
 Embedded (``PersistentClient`` under data_dir) by default, or a Chroma server when host
-and port are set. Cosine distance is set explicitly (Chroma's default is L2).
+and port are set. Cosine distance is set explicitly (Chroma's default is L2). Embedded Chroma
+keeps its vector index in memory and does not see what another process adds: a filtered query
+then fails ("Error finding id") and an unfiltered one misses the new vectors. The store reopens
+its files when another process's commit is noticed (`catch_up`) or a query fails so.
 """
 
 from __future__ import annotations
@@ -32,15 +40,17 @@ from typing import Any, TypeVar
 import chromadb
 import httpx
 import numpy as np
+from chromadb.api.shared_system_client import SharedSystemClient
 from chromadb.config import Settings as ChromaSettings
 from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.vector_stores.chroma import ChromaVectorStore
 
 from assistant.settings import Settings
-from assistant.types import Abstract, Chunk
+from assistant.types import SHARED, Abstract, Chunk
 
 PENDING, DONE = "pending", "done"
 LEDGER_FORMAT = 2  # 2: the abstract's text is a metadata field (1 kept it as the document)
+LIBRARIES = 1  # ledger metadata flag: every record carries its library
 _PAGE = 5000
 IDENTIFIERS = ("doi", "pmid", "arxiv_id")  # ledger fields that identify a paper across exports
 _KEY_KIND = {"doi": "doi", "pmid": "pmid", "arxiv": "arxiv_id"}  # `identifiers.keys` prefix -> field
@@ -137,7 +147,10 @@ def _abstract_metadata(abstract: Abstract) -> dict[str, Any]:
         "authors": json.dumps(list(abstract.authors)),
         "extra": json.dumps(abstract.extra),
         "status": PENDING,
+        "library": abstract.library,
     }
+    if abstract.key != abstract.id:
+        metadata["id"] = abstract.id
     if abstract.url:
         metadata["url"] = abstract.url
     if abstract.year is not None:
@@ -148,7 +161,7 @@ def _abstract_metadata(abstract: Abstract) -> dict[str, Any]:
 
 def _abstract_from(record_id: str, metadata: dict[str, Any]) -> Abstract:
     return Abstract(
-        id=record_id,
+        id=metadata.get("id", record_id),
         text=metadata["text"],
         title=metadata["title"],
         titled=bool(metadata["titled"]),
@@ -160,11 +173,30 @@ def _abstract_from(record_id: str, metadata: dict[str, Any]) -> Abstract:
         pmid=metadata.get("pmid"),
         arxiv_id=metadata.get("arxiv_id"),
         extra=json.loads(metadata["extra"]),
+        library=metadata.get("library", SHARED),
     )
 
 
+def _pages(collection: Any, include: list[str]) -> Iterator[dict[str, Any]]:
+    """A whole collection, page by page: one `get` with metadata of ~100,000 records
+    exceeds SQLite's limit on query variables."""
+    offset = 0
+    while True:
+        page = collection.get(include=include, limit=_PAGE, offset=offset)
+        if not page["ids"]:
+            return
+        yield page
+        offset += len(page["ids"])
+
+
+def visible(libraries: Iterable[str]) -> dict[str, Any]:
+    """A Chroma ``where`` clause keeping records of these libraries only."""
+    return {"library": {"$in": list(libraries)}}
+
+
 def _abstract_id(chunk_id: str) -> str:
-    """The abstract a chunk belongs to: chunk ids are ``<abstract id>#<n>`` (`chunking.chunk`)."""
+    """The key of the abstract a chunk belongs to: chunk ids are ``<abstract key>#<n>``
+    (`chunking.chunk`)."""
     return chunk_id.rsplit("#", 1)[0]
 
 
@@ -176,6 +208,7 @@ class ChromaStore:
         self.embedder_id = embedder_id
         self.client = _client(settings)
         self._max_batch: int | None = None
+        self._written = ""  # the last generation token this store wrote
         self._open()
 
     def _open(self) -> None:
@@ -217,7 +250,19 @@ class ChromaStore:
                 f"the index in collection {name!r} was written by an older version of this "
                 "project; run `assistant reset` and ingest again (or use another data_dir)"
             )
+        if not (self.abstracts.metadata or {}).get("libraries"):
+            self._label_libraries()
         self.vector_store = ChromaVectorStore(chroma_collection=self.chunks)
+
+    def _label_libraries(self) -> None:
+        """Label the records of an index written before libraries existed as shared (what
+        they were: everyone saw them), then flag the ledger as labelled."""
+        for collection in (self.abstracts, self.chunks):
+            for page in _pages(collection, ["metadatas"]):
+                unlabelled = [i for i, m in zip(page["ids"], page["metadatas"], strict=True) if "library" not in (m or {})]
+                if unlabelled:
+                    collection.update(ids=unlabelled, metadatas=[{"library": SHARED}] * len(unlabelled))
+        self._renew_generation()
 
     @property
     def _chunking(self) -> str:
@@ -226,11 +271,32 @@ class ChromaStore:
 
     def _ledger_metadata(self) -> dict[str, Any]:
         """The ledger collection's metadata, with a new generation token."""
-        return {"embedder": self.embedder_id, "format": LEDGER_FORMAT, "generation": uuid.uuid4().hex}
+        return {
+            "embedder": self.embedder_id, "format": LEDGER_FORMAT, "libraries": LIBRARIES, "generation": uuid.uuid4().hex,
+        }
 
     def _renew_generation(self) -> None:
         """Tell other processes that the indexed abstracts changed."""
-        self.abstracts.modify(metadata=self._ledger_metadata())
+        metadata = self._ledger_metadata()
+        self.abstracts.modify(metadata=metadata)
+        self._written = metadata["generation"]
+
+    def _reopen(self) -> None:
+        """Open embedded Chroma's files afresh, with what other processes added since (a new
+        client: the cached one's in-memory vector index is stale; stores still holding it keep
+        working). Nothing to do with a server, which every client shares."""
+        if self.settings.chroma_host:
+            return
+        SharedSystemClient._identifier_to_system.pop(self.client._identifier, None)
+        self.client = _client(self.settings)
+        self._open()
+
+    def catch_up(self, stamp: str) -> None:
+        """Reopen when the index's generation ``stamp`` (`change_stamp`) is not this store's
+        own last write: another process changed the index."""
+        if stamp and stamp != self._written:
+            self._reopen()
+            self._written = stamp
 
     # Writing (ingest) -----------------------------------------------------------------
 
@@ -247,7 +313,7 @@ class ChromaStore:
         """Record abstracts as pending, before any of their chunks is written."""
         for part in self._batches(len(abstracts)):
             self.abstracts.upsert(
-                ids=[a.id for a in abstracts[part]],
+                ids=[a.key for a in abstracts[part]],
                 metadatas=[_abstract_metadata(a) for a in abstracts[part]],
                 embeddings=vectors[part],
             )
@@ -256,7 +322,8 @@ class ChromaStore:
     def add_chunks(
         self, chunks: list[Chunk], vectors: np.ndarray, by_id: dict[str, Abstract]
     ) -> None:
-        """Write chunk vectors through llama-index's ChromaVectorStore."""
+        """Write chunk vectors through llama-index's ChromaVectorStore (``by_id``: the
+        abstracts by key)."""
         nodes = []
         for piece, vector in zip(chunks, vectors, strict=True):
             abstract = by_id[piece.abstract_id]
@@ -264,11 +331,12 @@ class ChromaStore:
                 "abstract_id": abstract.id,
                 "chunk": piece.index,
                 "source": abstract.source,
+                "library": abstract.library,
             }
             if abstract.year is not None:
                 metadata["year"] = abstract.year
             node = TextNode(id_=piece.id, text=piece.text, metadata=metadata, embedding=vector.tolist())
-            node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=abstract.id)
+            node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=abstract.key)
             nodes.append(node)
         for part in self._batches(len(nodes)):
             self.vector_store.add(nodes[part])
@@ -278,7 +346,7 @@ class ChromaStore:
         """Mark abstracts done: from now on they count as indexed. Chroma merges the
         given metadata into the record, so only the status is sent."""
         for part in self._batches(len(abstracts)):
-            ids = [a.id for a in abstracts[part]]
+            ids = [a.key for a in abstracts[part]]
             self.abstracts.update(ids=ids, metadatas=[{"status": DONE}] * len(ids))
         self._renew_generation()
 
@@ -310,7 +378,7 @@ class ChromaStore:
 
     @_explained
     def indexed_ids(self, ids: Iterable[str]) -> set[str]:
-        """Which of these abstract ids are fully indexed."""
+        """Which of these abstract keys (`Abstract.key`) are fully indexed."""
         ids = list(dict.fromkeys(ids))
         found: set[str] = set()
         for start in range(0, len(ids), _PAGE):
@@ -319,9 +387,12 @@ class ChromaStore:
         return found
 
     @_explained
-    def indexed_identity(self, keys: Iterable[str]) -> set[str]:
+    def indexed_identity(self, keys: Iterable[str], libraries: Iterable[str]) -> set[str]:
         """Which of these identity keys (`Abstract.identity`: ``doi:…``, ``pmid:…``,
-        ``arxiv:…``) a fully indexed abstract already has (one query per kind of identifier)."""
+        ``arxiv:…``) a fully indexed abstract of these libraries already has (one query per
+        kind of identifier). Other libraries are not looked at: what they hold is not the
+        asker's to know."""
+        libraries = set(libraries)
         by_kind: dict[str, list[str]] = {}
         for key in dict.fromkeys(keys):
             kind, _, value = key.partition(":")
@@ -331,12 +402,15 @@ class ChromaStore:
             name = _KEY_KIND[kind]
             for start in range(0, len(values), _PAGE):
                 got = self.abstracts.get(where={name: {"$in": values[start : start + _PAGE]}}, include=["metadatas"])
-                found.update(f"{kind}:{m[name]}" for m in got["metadatas"] if m["status"] == DONE)
+                found.update(
+                    f"{kind}:{m[name]}" for m in got["metadatas"]
+                    if m["status"] == DONE and m.get("library", SHARED) in libraries
+                )
         return found
 
     @_explained
     def indexed_id_list(self) -> list[str]:
-        """Ids of all fully indexed abstracts."""
+        """Keys of all fully indexed abstracts."""
         return self.abstracts.get(where={"status": DONE}, include=[])["ids"]
 
     @_explained
@@ -352,27 +426,39 @@ class ChromaStore:
         return len(self.indexed_id_list())
 
     @_explained
-    def chunk_count(self) -> int:
-        """Number of chunk vectors."""
-        return self.chunks.count()
+    def chunk_count(self, libraries: Iterable[str] | None = None) -> int:
+        """Number of chunk vectors (of these libraries; None: of all)."""
+        if libraries is None:
+            return self.chunks.count()
+        return len(self.chunks.get(where=visible(libraries), include=[])["ids"])
 
     def _ledger_pages(self, include: list[str]) -> Iterator[dict[str, Any]]:
-        """The whole ledger, page by page: one `get` with metadata of ~100,000 records
-        exceeds SQLite's limit on query variables."""
-        offset = 0
-        while True:
-            page = self.abstracts.get(include=include, limit=_PAGE, offset=offset)
-            if not page["ids"]:
-                return
-            yield page
-            offset += len(page["ids"])
+        """The whole ledger, page by page."""
+        return _pages(self.abstracts, include)
 
     @_explained
-    def counts_by_source(self) -> Counter[str]:
-        """Indexed abstracts per source file."""
+    def counts_by_source(self, libraries: Iterable[str] | None = None) -> Counter[str]:
+        """Indexed abstracts per source file (of these libraries; None: of all)."""
+        keep = None if libraries is None else set(libraries)
         return Counter(
-            m["source"] for page in self._ledger_pages(["metadatas"]) for m in page["metadatas"] if m["status"] == DONE
+            m["source"] for page in self._ledger_pages(["metadatas"]) for m in page["metadatas"]
+            if m["status"] == DONE and (keep is None or m.get("library", SHARED) in keep)
         )
+
+    @_explained
+    def library_count(self, library: str) -> int:
+        """Number of abstracts (pending ones included) one library holds."""
+        return len(self.abstracts.get(where={"library": library}, include=[])["ids"])
+
+    @_explained
+    def delete_library(self, library: str) -> int:
+        """Delete every abstract and chunk of one library; return how many abstracts."""
+        keys = self.abstracts.get(where={"library": library}, include=[])["ids"]
+        self.chunks.delete(where={"library": library})
+        for start in range(0, len(keys), _PAGE):
+            self.abstracts.delete(ids=keys[start : start + _PAGE])
+        self._renew_generation()
+        return len(keys)
 
     @_explained
     def read_abstracts(self, ids: list[str] | None = None) -> Iterator[Abstract]:
@@ -390,8 +476,8 @@ class ChromaStore:
 
     @_explained
     def get_abstracts(self, ids: list[str]) -> dict[str, Abstract]:
-        """Indexed abstracts by id."""
-        return {a.id: a for a in self.read_abstracts(ids)} if ids else {}
+        """Indexed abstracts by key (`Abstract.key`)."""
+        return {a.key: a for a in self.read_abstracts(ids)} if ids else {}
 
     @_explained
     def query_chunks(
@@ -403,9 +489,13 @@ class ChromaStore:
         and llama-index node metadata of every candidate tripled search latency, and the
         abstract id is part of the chunk id. `chunk_texts` fetches the few texts needed.
         """
-        result = self.chunks.query(
-            query_embeddings=[vector], n_results=n, where=where or None, include=["distances"]
-        )
+        try:
+            result = self.chunks.query(query_embeddings=[vector], n_results=n, where=where or None, include=["distances"])
+        except chromadb.errors.InternalError as error:
+            if "error finding id" not in str(error).lower():
+                raise
+            self._reopen()  # another process added chunks this client's vector index lacks
+            result = self.chunks.query(query_embeddings=[vector], n_results=n, where=where or None, include=["distances"])
         return [
             (chunk_id, _abstract_id(chunk_id), 1.0 - float(distance))
             for chunk_id, distance in zip(result["ids"][0], result["distances"][0], strict=True)

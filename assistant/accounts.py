@@ -1,0 +1,130 @@
+"""Accounts: who may log in to the app, and whose private library is whose.
+
+Users live in ``users.json`` in the data directory (readable by its owner only): each name
+with an Argon2id hash of its password (argon2-cffi, its recommended parameters: salted, slow
+to brute-force) and whether it is an admin. The file is written aside and renamed into place
+under a lock, so a crash never leaves half of it. With no users the product is single-user,
+as before: no login, one library.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError
+from filelock import FileLock
+
+NAME = re.compile(r"[a-z][a-z0-9_.-]{0,31}")
+MIN_PASSWORD = 8
+_HASHER = PasswordHasher()
+# Verified against when the name is unknown, so that a wrong name takes as long as a wrong password.
+_DECOY = _HASHER.hash("not a password anyone has")
+
+
+class AccountError(ValueError):
+    """An account operation cannot be done (unknown or existing name, weak password, ...)."""
+
+
+@dataclass(frozen=True)
+class User:
+    """One account: its name and whether it is an admin (may add to the shared library)."""
+
+    name: str
+    admin: bool = False
+
+
+class Accounts:
+    """The accounts of one data directory."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.path = data_dir / "users.json"
+        self._lock = FileLock(data_dir / "users.json.lock")
+
+    def _read(self) -> dict[str, dict[str, object]]:
+        try:
+            return json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return {}
+
+    def _write(self, records: dict[str, dict[str, object]]) -> None:
+        staging = self.path.with_suffix(".json.new")
+        descriptor = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            json.dump(records, handle, indent=1, sort_keys=True)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(staging, self.path)
+
+    def users(self) -> list[User]:
+        """Every account, by name."""
+        return [User(name, bool(record.get("admin"))) for name, record in sorted(self._read().items())]
+
+    def enabled(self) -> bool:
+        """Whether any account exists (then the app asks everyone to log in)."""
+        return bool(self._read())
+
+    def get(self, name: str) -> User | None:
+        """The account of this name, if there is one."""
+        record = self._read().get(name)
+        return None if record is None else User(name, bool(record.get("admin")))
+
+    def require(self, name: str) -> User:
+        """The account of this name, or an `AccountError` saying how to add it."""
+        user = self.get(name)
+        if user is None:
+            raise AccountError(f"there is no user {name!r} in {self.path.parent}; add one with `assistant users add {name}`")
+        return user
+
+    def add(self, name: str, password: str, admin: bool = False) -> User:
+        """Create an account."""
+        if not NAME.fullmatch(name):
+            raise AccountError(
+                f"{name!r} is not a valid user name: use 1-32 lower-case letters, digits, '.', '_' or '-', "
+                "starting with a letter"
+            )
+        hashed = _HASHER.hash(_checked(password))
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self._lock:
+            records = self._read()
+            if name in records:
+                raise AccountError(f"user {name!r} exists already; change the password with `assistant users passwd {name}`")
+            records[name] = {"hash": hashed, "admin": admin}
+            self._write(records)
+        return User(name, admin)
+
+    def set_password(self, name: str, password: str) -> None:
+        """Replace an account's password."""
+        hashed = _HASHER.hash(_checked(password))
+        with self._lock:
+            records = self._read()
+            if name not in records:
+                raise AccountError(f"there is no user {name!r}")
+            records[name]["hash"] = hashed
+            self._write(records)
+
+    def remove(self, name: str) -> None:
+        """Delete an account (its private library is removed by `Assistant.remove_user`)."""
+        with self._lock:
+            records = self._read()
+            if records.pop(name, None) is None:
+                raise AccountError(f"there is no user {name!r}")
+            self._write(records)
+
+    def verify(self, name: str, password: str) -> bool:
+        """Whether this name and password log in (as slow for an unknown name as for a known one)."""
+        record = self._read().get(name)
+        try:
+            return _HASHER.verify(str(record["hash"]) if record else _DECOY, password) and record is not None
+        except (VerificationError, InvalidHashError):
+            return False
+
+
+def _checked(password: str) -> str:
+    if len(password) < MIN_PASSWORD:
+        raise AccountError(f"the password is too short: use at least {MIN_PASSWORD} characters")
+    return password

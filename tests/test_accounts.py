@@ -1,0 +1,73 @@
+"""Accounts: Argon2id hashes in a private file, names checked, every operation's error says what to do."""
+
+from __future__ import annotations
+
+import json
+import stat
+from pathlib import Path
+
+import pytest
+
+from assistant.accounts import AccountError, Accounts, User
+
+
+def test_an_account_logs_in_with_its_password_only(tmp_path: Path) -> None:
+    accounts = Accounts(tmp_path)
+    assert not accounts.enabled() and accounts.users() == []
+    accounts.add("alice", "correct horse", admin=True)
+    accounts.add("bob", "battery staple")
+    assert accounts.enabled() and accounts.users() == [User("alice", True), User("bob", False)]
+    assert accounts.verify("alice", "correct horse")
+    assert not accounts.verify("alice", "battery staple") and not accounts.verify("alice", "")
+    assert not accounts.verify("carol", "correct horse"), "an unknown name never logs in"
+
+
+def test_passwords_are_stored_as_salted_argon2id_hashes_in_a_file_only_its_owner_reads(tmp_path: Path) -> None:
+    accounts = Accounts(tmp_path)
+    accounts.add("alice", "same password")
+    accounts.add("bob", "same password")
+    text = accounts.path.read_text()
+    assert "same password" not in text
+    records = json.loads(text)
+    assert records["alice"]["hash"].startswith("$argon2id$")
+    assert records["alice"]["hash"] != records["bob"]["hash"], "salted: equal passwords, different hashes"
+    assert stat.S_IMODE(accounts.path.stat().st_mode) == 0o600
+
+
+def test_changing_a_password_and_removing_an_account(tmp_path: Path) -> None:
+    accounts = Accounts(tmp_path)
+    accounts.add("alice", "first password")
+    accounts.set_password("alice", "second password")
+    assert accounts.verify("alice", "second password") and not accounts.verify("alice", "first password")
+    accounts.remove("alice")
+    assert accounts.get("alice") is None and not accounts.verify("alice", "second password")
+    with pytest.raises(AccountError, match="there is no user 'alice'"):
+        accounts.remove("alice")
+
+
+@pytest.mark.parametrize(
+    ("name", "password", "message"),
+    [
+        ("Alice", "long enough", "not a valid user name"),
+        ("../etc", "long enough", "not a valid user name"),
+        ("a" * 33, "long enough", "not a valid user name"),
+        ("alice", "short", "too short: use at least 8 characters"),
+    ],
+)
+def test_bad_names_and_short_passwords_are_refused(tmp_path: Path, name: str, password: str, message: str) -> None:
+    with pytest.raises(AccountError, match=message):
+        Accounts(tmp_path).add(name, password)
+    assert not Accounts(tmp_path).enabled()
+
+
+def test_an_existing_name_is_not_overwritten(tmp_path: Path) -> None:
+    accounts = Accounts(tmp_path)
+    accounts.add("alice", "first password")
+    with pytest.raises(AccountError, match="exists already; change the password with `assistant users passwd alice`"):
+        accounts.add("alice", "other password", admin=True)
+    assert accounts.verify("alice", "first password") and not accounts.require("alice").admin
+
+
+def test_requiring_an_unknown_user_says_how_to_add_one(tmp_path: Path) -> None:
+    with pytest.raises(AccountError, match="add one with `assistant users add carol`"):
+        Accounts(tmp_path).require("carol")

@@ -1,0 +1,189 @@
+"""The app with accounts, two users, probed as an outsider, as bob, and as alice: through
+gradio_client and plain HTTP, and in headless Chromium. Accounts are made with the CLI, alice's
+private papers are ingested through ``Assistant(user="alice")`` while the app runs."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from assistant import Assistant
+from browser import CHROMIUM, CHROMIUM_FLAGS, Watched, start_app, stop
+from test_app import XSS_QUESTION, XSS_RECORD, reply_text
+from test_libraries import ALICE_PAPER, SECRET, SHARED_RECORDS, _jsonl
+
+PASSWORDS = {"alice": "alice's password", "bob": "bob's password"}
+ALICE_QUESTION = "How efficiently do velmorite crystals conduct protons?"
+UPLOADED = {"id": "alice-upload", "title": "Quellinite batteries",
+            "abstract": "Quellinite cathodes keep 91 percent of their capacity after 5,000 cycles."}
+
+
+def _cli(data_dir: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
+    command = [str(Path(sys.executable).parent / "assistant"), *args]
+    env = {**os.environ, "ASSISTANT_DATA_DIR": str(data_dir)}
+    return subprocess.run(command, input=stdin, env=env, capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The app over a shared library, with alice and bob made through the CLI and alice's
+    private papers ingested through the Python API once the app is up."""
+    folder = tmp_path_factory.mktemp("lab")
+    data = folder / "data"
+    Assistant(data_dir=data, auto_ingest=False).ingest([_jsonl(folder / "shared.jsonl", SHARED_RECORDS)])
+    for name, password in PASSWORDS.items():
+        made = _cli(data, "users", "add", name, stdin=password + "\n")
+        assert made.returncode == 0, made.stderr
+    assert _cli(data, "users", "list").stdout.split() == ["alice", "bob"]
+    uploads = folder / "gradio"
+    os.environ["GRADIO_TEMP_DIR"] = str(uploads)  # the app's upload folder, inherited by its process
+    try:
+        process, url = start_app(data, folder / "app.log", auto_ingest="false")
+    finally:
+        del os.environ["GRADIO_TEMP_DIR"]
+    alice = Assistant(data_dir=data, user="alice")
+    assert alice.ingest([_jsonl(folder / "alice_private.jsonl", [ALICE_PAPER, XSS_RECORD])]).added == 2
+    time.sleep(1.5)  # the app looks for changes to the index once a second
+    yield {"url": url, "data": data, "uploads": uploads, "folder": folder}
+    stop(process)
+
+
+def _client(url: str, name: str) -> Any:
+    from gradio_client import Client
+
+    return Client(url, auth=(name, PASSWORDS[name]), verbose=False)
+
+
+@contextmanager
+def _logged_in(url: str, name: str) -> Iterator[httpx.Client]:
+    """An HTTP session holding the login cookie."""
+    with httpx.Client(base_url=url, timeout=60) as session:
+        assert session.post("login", data={"username": name, "password": PASSWORDS[name]}).status_code == 200
+        yield session
+
+
+@pytest.mark.slow
+def test_an_outsider_gets_nothing_from_any_route(lab: dict[str, Any]) -> None:
+    from gradio_client.exceptions import AuthenticationError
+
+    url = lab["url"]
+    with pytest.raises(AuthenticationError):
+        _client(url, "alice").__class__(url, verbose=False)
+    for path in ("config", "gradio_api/info", "gradio_api/openapi.json", "gradio_api/queue/data?session_hash=x",
+                 f"gradio_api/file={lab['uploads']}/x/secret.jsonl"):
+        assert httpx.get(url + path).status_code == 401, path
+    for path in ("gradio_api/call/search", "gradio_api/call/chat", "gradio_api/queue/join", "gradio_api/upload"):
+        assert httpx.post(url + path, json={"data": [SECRET, 5]}).status_code == 401, path
+    page = httpx.get(url).text
+    assert SECRET not in page.lower() and "alice_private" not in page
+    assert httpx.post(url + "login", data={"username": "bob", "password": "wrong password"}).status_code == 400
+    assert httpx.post(url + "login", data={"username": "nobody", "password": PASSWORDS["bob"]}).status_code == 400
+
+
+@pytest.mark.slow
+def test_bob_never_sees_alices_private_paper(lab: dict[str, Any]) -> None:
+    bob = _client(lab["url"], "bob")
+    html, records = bob.predict("velmorite proton conductors", 50, api_name="/search")
+    assert records and {r["id"] for r in records} == {r["id"] for r in SHARED_RECORDS}
+    assert SECRET not in html.lower() and "alice_private" not in html
+    _, none = bob.predict("velmorite", 10, "alice_private.jsonl", api_name="/search")
+    assert none == []
+    _, chat, panel = bob.predict(ALICE_QUESTION, api_name="/chat")
+    assert SECRET not in (reply_text(chat) + panel).lower()
+    with _logged_in(lab["url"], "bob") as session:
+        config = session.get("config").text
+        assert "alice_private" not in config and SECRET not in config.lower()
+
+
+@pytest.mark.slow
+def test_alice_finds_and_is_answered_from_her_private_paper(lab: dict[str, Any]) -> None:
+    alice = _client(lab["url"], "alice")
+    _, records = alice.predict("velmorite proton conductors", 5, api_name="/search")
+    assert records[0]["id"] == ALICE_PAPER["id"]
+    _, chat, panel = alice.predict(ALICE_QUESTION, api_name="/chat")
+    assert "Velmorite proton conductors" in panel
+
+
+@pytest.mark.slow
+def test_an_upload_goes_to_the_uploaders_library_and_its_file_cannot_be_fetched(lab: dict[str, Any]) -> None:
+    from gradio_client import handle_file
+
+    upload = _jsonl(lab["folder"] / "quellinite.jsonl", [UPLOADED])
+    with _logged_in(lab["url"], "alice") as session:  # the server path the upload gets (content-addressed)
+        with upload.open("rb") as handle:
+            [path] = session.post("gradio_api/upload", files={"files": handle}).json()
+    report, *_ = _client(lab["url"], "alice").predict(
+        [handle_file(str(upload))], False, "All sources", "All sources", api_name="/add_papers")
+    assert "added 1 abstracts" in report
+    for name in ("alice", "bob"):
+        with _logged_in(lab["url"], name) as session:
+            assert session.get(f"gradio_api/file={path}").status_code in (403, 404), name
+    left = [p for p in lab["uploads"].rglob("*") if p.is_file() and b"Quellinite" in p.read_bytes()]
+    assert left == [], "the uploaded file is deleted once indexed"
+    _, mine = _client(lab["url"], "alice").predict("quellinite cathodes", 3, api_name="/search")
+    _, his = _client(lab["url"], "bob").predict("quellinite cathodes", 3, api_name="/search")
+    assert mine[0]["id"] == UPLOADED["id"] and UPLOADED["id"] not in {r["id"] for r in his}
+    refused, *_ = _client(lab["url"], "bob").predict(
+        [handle_file(str(upload))], True, "All sources", "All sources", api_name="/add_papers")
+    assert "only admins add to the shared library" in refused
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    if not CHROMIUM.exists():
+        pytest.fail("the browser tests need Debian's Chromium: apt-get install chromium chromium-driver")
+    with sync_playwright() as playwright:
+        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
+        yield chromium
+        chromium.close()
+
+
+def _log_in(browser: Any, url: str, name: str) -> Watched:
+    watched = Watched(browser, url)
+    page = watched.page
+    page.locator("input[type=text]").first.fill(name)
+    page.locator("input[type=password]").first.fill(PASSWORDS[name])
+    page.locator("input[type=password]").first.press("Enter")
+    page.locator("#question textarea").wait_for(timeout=60_000)
+    return watched
+
+
+def _search(watched: Watched, query: str) -> str:
+    page = watched.page
+    page.locator("#search-tab-button, button[role=tab]:has-text('Search')").first.click()
+    page.locator("#search-query textarea").fill(query)
+    page.locator("#search-query textarea").press("Enter")
+    page.locator("#search-results .result, #search-results p").first.wait_for(timeout=60_000)
+    return page.locator("#search-results").inner_html()
+
+
+@pytest.mark.slow
+def test_in_the_browser_bob_sees_nothing_of_alices_and_her_abstracts_run_nothing(browser: Any, lab: dict[str, Any]) -> None:
+    bob = _log_in(browser, lab["url"], "bob")
+    assert "3 abstracts indexed" in bob.page.locator("#status").inner_text()
+    bob.ask(ALICE_QUESTION)
+    answer = bob.page.locator('#chat [data-testid="bot"]').last.inner_text()
+    assert answer and SECRET not in (answer + bob.page.locator("#sources").inner_text()).lower()
+    assert SECRET not in _search(bob, "velmorite proton conductors").lower()
+    assert "zeolite" not in _search(bob, XSS_QUESTION).lower()
+    assert "alice_private" not in bob.page.content()
+
+    alice = _log_in(browser, lab["url"], "alice")
+    alice.ask(XSS_QUESTION)
+    assert "zeolite" in alice.page.locator("#sources").inner_text().lower()
+    results = _search(alice, XSS_QUESTION)
+    assert "Krypton-selective hexagonal zeolite membranes" in results and "&lt;script&gt;" in results
+    assert alice.page.evaluate("window.__xss") is None and alice.dialogs == [] and bob.dialogs == []
+    assert alice.outside == [] and bob.outside == []
