@@ -18,15 +18,18 @@ CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-back
                   "--disable-component-update"]
 
 
-def start_app(data_dir: Path, log: Path, **settings: str) -> tuple[subprocess.Popen, str]:
-    """``python app.py`` on a free port with this data dir and these ASSISTANT_* settings."""
+def start_app(
+    data_dir: Path, log: Path, headers: dict[str, str] | None = None, **settings: str
+) -> tuple[subprocess.Popen, str]:
+    """``python app.py`` on a free port with this data dir and these ASSISTANT_* settings
+    (``headers``: what a request needs to be answered, such as a proxy's login header)."""
     port = free_port()
     env = {**os.environ, "ASSISTANT_DATA_DIR": str(data_dir), "ASSISTANT_APP_PORT": str(port),
            **{f"ASSISTANT_{k.upper()}": v for k, v in settings.items()}}
     process = subprocess.Popen([sys.executable, str(ROOT / "app.py")], env=env, cwd=ROOT,
                                stdout=log.open("w"), stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}/"
-    wait_until_up(url, process, 300)
+    wait_until_up(url, process, 300, headers)
     return process, url
 
 

@@ -27,12 +27,13 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_until_up(url: str, process: subprocess.Popen, seconds: float) -> None:
-    """Poll ``url`` until it answers 200; fail if the server process exits or time runs out."""
+def wait_until_up(url: str, process: subprocess.Popen, seconds: float, headers: dict[str, str] | None = None) -> None:
+    """Poll ``url`` (with these headers) until it answers 200; fail if the server process
+    exits or time runs out."""
     deadline = time.monotonic() + seconds
     while True:
         try:
-            if httpx.get(url, timeout=2).status_code == 200:
+            if httpx.get(url, timeout=2, headers=headers).status_code == 200:
                 return
         except httpx.HTTPError:
             pass

@@ -187,3 +187,23 @@ def test_in_the_browser_bob_sees_nothing_of_alices_and_her_abstracts_run_nothing
     assert "Krypton-selective hexagonal zeolite membranes" in results and "&lt;script&gt;" in results
     assert alice.page.evaluate("window.__xss") is None and alice.dialogs == [] and bob.dialogs == []
     assert alice.outside == [] and bob.outside == []
+
+
+@pytest.mark.slow
+def test_behind_a_trusted_proxy_its_header_names_the_user(lab: dict[str, Any]) -> None:
+    from gradio_client import Client
+
+    process, url = start_app(lab["data"], lab["folder"] / "proxy.log", headers={"X-Forwarded-User": "bob"},
+                             auto_ingest="false", app_auth_header="X-Forwarded-User")
+    try:
+        assert httpx.get(url + "config").status_code == 401
+        assert httpx.get(url + "config", headers={"X-Forwarded-User": "mallory"}).status_code == 401, "not an account"
+        assert httpx.get(url + "config", headers={"X-Forwarded-User": "bob"}).status_code == 200
+        bob = Client(url, headers={"X-Forwarded-User": "bob"}, verbose=False)
+        _, records = bob.predict("velmorite proton conductors", 10, api_name="/search")
+        assert records and ALICE_PAPER["id"] not in {r["id"] for r in records}
+        _, records = Client(url, headers={"X-Forwarded-User": "alice"}, verbose=False).predict(
+            "velmorite proton conductors", 10, api_name="/search")
+        assert records[0]["id"] == ALICE_PAPER["id"]
+    finally:
+        stop(process)

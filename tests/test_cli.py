@@ -84,3 +84,27 @@ def test_ask_formats_an_answer_for_notes_and_manuscripts(tmp_path: Path) -> None
         (tmp_path / name).write_text(text)
         again = _run("ingest", str(tmp_path / name), data_dir=data_dir)
         assert again.returncode == 0 and "added 0 abstracts" in again.stdout and "skipped 1 duplicates" in again.stdout
+
+
+@pytest.mark.slow
+def test_users_and_private_libraries_from_the_command_line(tmp_path: Path) -> None:
+    paper = tmp_path / "mine.jsonl"
+    paper.write_text(json.dumps({"id": "p1", "title": "Thessalite magnets",
+                                 "abstract": "Thessalite magnets keep their field up to 900 kelvin."}) + "\n")
+    assert _run("users", "add", "alice", data_dir=tmp_path, stdin="alice's password\n").returncode == 0
+    assert _run("users", "add", "bob", "--admin", data_dir=tmp_path, stdin="bob's password\n").returncode == 0
+    assert _run("users", "list", data_dir=tmp_path).stdout.splitlines() == ["alice", "bob  (admin)"]
+    short = _run("users", "passwd", "alice", data_dir=tmp_path, stdin="short\n")
+    assert short.returncode == 2 and "too short" in short.stderr and "Traceback" not in short.stderr
+    added = _run("--user", "alice", "ingest", "-q", str(paper), data_dir=tmp_path)
+    assert added.returncode == 0 and "added 1 abstracts" in added.stdout, added.stderr
+    refused = _run("ingest", "--user", "alice", "--library", "shared", str(paper), data_dir=tmp_path)
+    assert refused.returncode == 2 and "only admins add to the shared library" in refused.stderr
+    found = json.loads(_run("search", "--user", "alice", "thessalite magnets", "--json", data_dir=tmp_path).stdout)
+    assert [h["abstract"]["id"] for h in found] == ["p1"]
+    assert json.loads(_run("search", "--user", "bob", "thessalite magnets", "--json", data_dir=tmp_path).stdout) == []
+    unknown = _run("--user", "carol", "stats", data_dir=tmp_path)
+    assert unknown.returncode == 2 and "add one with `assistant users add carol`" in unknown.stderr
+    removed = _run("users", "remove", "alice", data_dir=tmp_path)
+    assert removed.returncode == 0 and "the 1 abstracts of their private library" in removed.stdout
+    assert json.loads(_run("stats", "--json", data_dir=tmp_path).stdout)["abstracts"] == 0
