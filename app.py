@@ -127,16 +127,13 @@ class Viewer:
         name = getattr(request, "username", None)
         if not name:
             raise AccountError("log in first")
+        if self.assistant.accounts.get(name) is None:  # removed since logging in
+            raise AccountError(f"the account {name} no longer exists; ask whoever runs this server")
         return self.assistant.as_user(name)
 
     def before_login(self) -> Assistant:
         """What the page is built from: with accounts, the shared library alone."""
         return self.assistant.shared_only() if self.accounts_on else self.assistant
-
-    def may_share(self) -> bool:
-        """Whether the upload offers the shared library (with accounts: admins, or everyone
-        when ``shared_uploads`` says so; checked again on ingest)."""
-        return self.accounts_on
 
 
 def _discard(files: list[str]) -> None:
@@ -175,8 +172,9 @@ def build(assistant: Assistant) -> gr.Blocks:
                             new_chat = gr.Button("New chat")
                         with gr.Accordion("Add papers", open=False):
                             to_shared = gr.Checkbox(
-                                False, label="Add to the shared library (everyone sees it; admins only)",
-                                visible=viewer.may_share(), elem_id="to-shared",
+                                False, label="Add to the shared library (everyone sees it"
+                                + ("; admins only)" if s.shared_uploads == "admins" else ")"),
+                                visible=viewer.accounts_on, elem_id="to-shared",
                             )
                             upload = gr.File(
                                 label="Upload abstracts (" + ", ".join(SUFFIXES) + ")"

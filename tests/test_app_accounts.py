@@ -1,6 +1,7 @@
-"""The app with accounts, two users, probed as an outsider, as bob, and as alice: through
-gradio_client and plain HTTP, and in headless Chromium. Accounts are made with the CLI, alice's
-private papers are ingested through ``Assistant(user="alice")`` while the app runs."""
+"""The app with accounts, probed as an outsider, as bob and as alice (each holding a private
+paper), through gradio_client and plain HTTP, and in headless Chromium; on embedded Chroma and
+on a `chroma run` server. Accounts are made with the CLI; the private papers are ingested
+through ``Assistant(user=...)`` while the app runs."""
 
 from __future__ import annotations
 
@@ -19,43 +20,52 @@ import pytest
 
 from assistant import Assistant
 from browser import CHROMIUM, CHROMIUM_FLAGS, Watched, start_app, stop
+from conftest import ChromaServer
 from test_app import XSS_QUESTION, XSS_RECORD, reply_text
 from test_libraries import ALICE_PAPER, SECRET, SHARED_RECORDS, _jsonl
 
-PASSWORDS = {"alice": "alice's password", "bob": "bob's password"}
+PASSWORDS = {"alice": "alice's password", "bob": "bob's password", "carol": "carol's password"}
+BOB_SECRET = "tarnwick"
+BOB_PAPER = {"id": "bob-unpublished", "title": "Tarnwick sediment cores",
+             "abstract": "Tarnwick sediment cores record 12,000 years of monsoon variability in layered clay."}
 ALICE_QUESTION = "How efficiently do velmorite crystals conduct protons?"
 UPLOADED = {"id": "alice-upload", "title": "Quellinite batteries",
             "abstract": "Quellinite cathodes keep 91 percent of their capacity after 5,000 cycles."}
 
 
-def _cli(data_dir: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess:
+def _cli(data_dir: Path, *args: str, stdin: str = "", **settings: str) -> subprocess.CompletedProcess:
     command = [str(Path(sys.executable).parent / "assistant"), *args]
-    env = {**os.environ, "ASSISTANT_DATA_DIR": str(data_dir)}
+    env = {**os.environ, "ASSISTANT_DATA_DIR": str(data_dir), **{f"ASSISTANT_{k.upper()}": v for k, v in settings.items()}}
     return subprocess.run(command, input=stdin, env=env, capture_output=True, text=True, timeout=300)
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """The app over a shared library, with alice and bob made through the CLI and alice's
-    private papers ingested through the Python API once the app is up."""
+@pytest.fixture(scope="module", params=["embedded", "chroma-server"])
+def lab(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The app over a shared library, with alice, bob and carol made through the CLI, and
+    alice's and bob's private papers ingested through the Python API once the app is up."""
     folder = tmp_path_factory.mktemp("lab")
     data = folder / "data"
-    Assistant(data_dir=data, auto_ingest=False).ingest([_jsonl(folder / "shared.jsonl", SHARED_RECORDS)])
+    server = ChromaServer(folder / "server").start() if request.param == "chroma-server" else None
+    settings = {"chroma_host": "127.0.0.1", "chroma_port": str(server.port)} if server else {}
+    Assistant(data_dir=data, auto_ingest=False, **settings).ingest([_jsonl(folder / "shared.jsonl", SHARED_RECORDS)])
     for name, password in PASSWORDS.items():
         made = _cli(data, "users", "add", name, stdin=password + "\n")
         assert made.returncode == 0, made.stderr
-    assert _cli(data, "users", "list").stdout.split() == ["alice", "bob"]
+    assert _cli(data, "users", "list").stdout.split() == ["alice", "bob", "carol"]
     uploads = folder / "gradio"
     os.environ["GRADIO_TEMP_DIR"] = str(uploads)  # the app's upload folder, inherited by its process
     try:
-        process, url = start_app(data, folder / "app.log", auto_ingest="false")
+        process, url = start_app(data, folder / "app.log", auto_ingest="false", **settings)
     finally:
         del os.environ["GRADIO_TEMP_DIR"]
-    alice = Assistant(data_dir=data, user="alice")
+    alice = Assistant(data_dir=data, user="alice", **settings)
     assert alice.ingest([_jsonl(folder / "alice_private.jsonl", [ALICE_PAPER, XSS_RECORD])]).added == 2
+    assert Assistant(data_dir=data, user="bob", **settings).ingest([_jsonl(folder / "bob.jsonl", [BOB_PAPER])]).added == 1
     time.sleep(1.5)  # the app looks for changes to the index once a second
-    yield {"url": url, "data": data, "uploads": uploads, "folder": folder}
+    yield {"url": url, "data": data, "uploads": uploads, "folder": folder, "settings": settings}
     stop(process)
+    if server:
+        server.stop()
 
 
 def _client(url: str, name: str) -> Any:
@@ -94,24 +104,47 @@ def test_an_outsider_gets_nothing_from_any_route(lab: dict[str, Any]) -> None:
 def test_bob_never_sees_alices_private_paper(lab: dict[str, Any]) -> None:
     bob = _client(lab["url"], "bob")
     html, records = bob.predict("velmorite proton conductors", 50, api_name="/search")
-    assert records and {r["id"] for r in records} == {r["id"] for r in SHARED_RECORDS}
+    assert records and {r["id"] for r in records} == {BOB_PAPER["id"], *(r["id"] for r in SHARED_RECORDS)}
     assert SECRET not in html.lower() and "alice_private" not in html
     _, none = bob.predict("velmorite", 10, "alice_private.jsonl", api_name="/search")
     assert none == []
     _, chat, panel = bob.predict(ALICE_QUESTION, api_name="/chat")
-    assert SECRET not in (reply_text(chat) + panel).lower()
+    assert "cerium" not in reply_text(chat).lower() and SECRET not in panel.lower()  # the reply may echo the question
     with _logged_in(lab["url"], "bob") as session:
         config = session.get("config").text
         assert "alice_private" not in config and SECRET not in config.lower()
 
 
 @pytest.mark.slow
-def test_alice_finds_and_is_answered_from_her_private_paper(lab: dict[str, Any]) -> None:
+def test_alice_finds_and_is_answered_from_her_private_paper_and_sees_nothing_of_bobs(lab: dict[str, Any]) -> None:
     alice = _client(lab["url"], "alice")
     _, records = alice.predict("velmorite proton conductors", 5, api_name="/search")
     assert records[0]["id"] == ALICE_PAPER["id"]
     _, chat, panel = alice.predict(ALICE_QUESTION, api_name="/chat")
     assert "Velmorite proton conductors" in panel
+    html, records = alice.predict("tarnwick sediment cores monsoon", 50, api_name="/search")
+    assert BOB_PAPER["id"] not in {r["id"] for r in records} and BOB_SECRET not in html.lower()
+    _, chat, panel = alice.predict("What do Tarnwick sediment cores record?", api_name="/chat")
+    assert "layered clay" not in reply_text(chat).lower() and BOB_SECRET not in panel.lower()
+    _, bobs = _client(lab["url"], "bob").predict("tarnwick sediment cores monsoon", 5, api_name="/search")
+    assert bobs[0]["id"] == BOB_PAPER["id"], "the probe would have found it"
+
+
+@pytest.mark.slow
+def test_a_removed_users_session_and_library_are_gone(lab: dict[str, Any]) -> None:
+    carol = _client(lab["url"], "carol")
+    paper = _jsonl(lab["folder"] / "carol.jsonl", [{**BOB_PAPER, "id": "carol-1", "title": "Carol's cores"}])
+    assert Assistant(data_dir=lab["data"], user="carol", **lab["settings"]).ingest([paper]).added == 1
+    time.sleep(1.5)
+    _, records = carol.predict("tarnwick sediment cores", 5, api_name="/search")
+    assert records[0]["id"] == "carol-1"
+    removed = _cli(lab["data"], "users", "remove", "carol", **lab["settings"])
+    assert removed.returncode == 0 and "the 1 abstracts of their private library" in removed.stdout, removed.stderr
+    message, records = carol.predict("tarnwick sediment cores", 5, api_name="/search")
+    assert records == [] and "the account carol no longer exists" in message, "her open session ends with her account"
+    assert httpx.post(lab["url"] + "login", data={"username": "carol", "password": PASSWORDS["carol"]}).status_code == 400
+    _, records = _client(lab["url"], "bob").predict("tarnwick sediment cores", 10, api_name="/search")
+    assert "carol-1" not in {r["id"] for r in records}
 
 
 @pytest.mark.slow
@@ -172,10 +205,10 @@ def _search(watched: Watched, query: str) -> str:
 @pytest.mark.slow
 def test_in_the_browser_bob_sees_nothing_of_alices_and_her_abstracts_run_nothing(browser: Any, lab: dict[str, Any]) -> None:
     bob = _log_in(browser, lab["url"], "bob")
-    assert "3 abstracts indexed" in bob.page.locator("#status").inner_text()
+    assert "4 abstracts indexed" in bob.page.locator("#status").inner_text()
     bob.ask(ALICE_QUESTION)
     answer = bob.page.locator('#chat [data-testid="bot"]').last.inner_text()
-    assert answer and SECRET not in (answer + bob.page.locator("#sources").inner_text()).lower()
+    assert answer and "cerium" not in answer.lower() and SECRET not in bob.page.locator("#sources").inner_text().lower()
     assert SECRET not in _search(bob, "velmorite proton conductors").lower()
     assert "zeolite" not in _search(bob, XSS_QUESTION).lower()
     assert "alice_private" not in bob.page.content()
@@ -194,7 +227,7 @@ def test_behind_a_trusted_proxy_its_header_names_the_user(lab: dict[str, Any]) -
     from gradio_client import Client
 
     process, url = start_app(lab["data"], lab["folder"] / "proxy.log", headers={"X-Forwarded-User": "bob"},
-                             auto_ingest="false", app_auth_header="X-Forwarded-User")
+                             auto_ingest="false", app_auth_header="X-Forwarded-User", **lab["settings"])
     try:
         assert httpx.get(url + "config").status_code == 401
         assert httpx.get(url + "config", headers={"X-Forwarded-User": "mallory"}).status_code == 401, "not an account"
