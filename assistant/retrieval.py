@@ -26,7 +26,10 @@
 Filters (source file names, year range) apply on both sides, and so does the restriction to
 the libraries a user may see (`HybridRetriever.libraries`), set by the caller's account,
 never by what a client sends: nothing outside them is searched, counted as a subject, or
-returned.
+returned. On the dense side, Chroma's metadata filter cost 60 ms per query at 25,000 chunks
+(against 1.5 ms unfiltered), so the nearest chunks are fetched unfiltered, enough of them for
+the share of the index the user sees, and those outside the user's libraries are dropped; only
+when too few remain is Chroma's filter used (`HybridRetriever._visible_nearest`).
 """
 
 from __future__ import annotations
@@ -49,6 +52,8 @@ from assistant.types import Abstract, Chunk, Hit
 from assistant.words import question_names
 
 CHUNKS_PER_ABSTRACT = 3
+# Nearest chunks fetched unfiltered for a user's search: at most this many times what is needed.
+MAX_OVERFETCH = 10
 _WORD = re.compile(r"\w+")
 
 
@@ -256,12 +261,32 @@ class HybridRetriever:
         return self._nearest(self.embedder.embed([question])[0], depth, filters)
 
     def _nearest(self, vector: np.ndarray, depth: int, filters: SearchFilters | None) -> dict[str, tuple[float, str]]:
-        where = self._where(filters)
+        n = depth * CHUNKS_PER_ABSTRACT
+        if self.libraries and filters is None:
+            nearest = self._visible_nearest(vector, n)
+        else:
+            nearest = self.store.query_chunks(vector, n, self._where(filters))
         best: dict[str, tuple[float, str]] = {}
-        for chunk_id, abstract_id, score in self.store.query_chunks(vector, depth * CHUNKS_PER_ABSTRACT, where):
+        for chunk_id, abstract_id, score in nearest:
             if abstract_id not in best:  # results come nearest first
                 best[abstract_id] = (score, chunk_id)
         return dict(list(best.items())[:depth])
+
+    def _visible_nearest(self, vector: np.ndarray, n: int) -> list[tuple[str, str, float]]:
+        """The ``n`` nearest chunks of abstracts in this retriever's libraries: the nearest
+        chunks of the whole index, as many as the visible share of it calls for (at most
+        ``MAX_OVERFETCH`` times ``n``), less those of other libraries (known from the lexical
+        index, which covers the committed abstracts). The same chunks as Chroma's filter
+        returns; that filter is used when too few remain, or when a chunk's abstract is not in
+        the lexical index (written since it was last brought in step, or not committed)."""
+        share = float(self.bm25.visible(self.libraries).mean()) if self.bm25.ids else 1.0
+        asked = int(min(n / max(share, 1e-9), n * MAX_OVERFETCH)) + n
+        nearest = self.store.query_chunks(vector, asked, None)
+        libraries = [self.bm25.library_of(abstract_key) for _, abstract_key, _ in nearest]
+        kept = [chunk for chunk, library in zip(nearest, libraries, strict=True) if library in self.libraries][:n]
+        if None not in libraries and (len(kept) == n or len(nearest) < asked):
+            return kept
+        return self.store.query_chunks(vector, n, self._where(None))
 
     def lexical(self, question: str, depth: int, filters: SearchFilters | None) -> dict[str, float]:
         """Abstract id → BM25 score, for the top ``depth`` abstracts."""

@@ -102,6 +102,7 @@ def main() -> None:
     parser.add_argument("--work", type=Path, help="folder for the index (default: a temporary one, removed)")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="libraries-"))
+    work.mkdir(parents=True, exist_ok=True)
     queries = [json.loads(line)["text"] for line in (args.scifact / "queries.jsonl").read_text().splitlines()]
     queries = queries[: args.queries]
     try:
@@ -122,9 +123,9 @@ def main() -> None:
     login_cost = apps[True]["p95_ms"] - apps[False]["p95_ms"]
     rows = [
         row("libraries_filter_p95", "hybrid search p50 / p95, operator's view (no filter) / a user's view",
-            f"{pair(python['operator'])} / {pair(python['user'])} (filtering +{100 * filtering:.0f}% at p95)"),
+            f"{pair(python['operator'])} / {pair(python['user'])} (filtering {100 * filtering:+.0f}% at p95)"),
         row("libraries_login_p95", "app /search p50 / p95, no accounts / logged in (login and filtering)",
-            f"{pair(apps[False])} / {pair(apps[True])} (+{login_cost:.0f} ms at p95)"),
+            f"{pair(apps[False])} / {pair(apps[True])} ({login_cost:+.0f} ms at p95)"),
     ]
     details: dict[str, Any] = {"python": python, "app": {"no_accounts": apps[False], "logged_in": apps[True]},
                                "build_seconds": round(built, 1)}

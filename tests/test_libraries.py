@@ -139,3 +139,19 @@ def test_a_removed_users_library_is_gone(lab: Assistant, tmp_path: Path) -> None
     assert lab.store.library_count("user:carol") == 0
     with pytest.raises(AccountError, match="there is no user 'carol'"):
         Assistant(lab.settings, user="carol")
+
+
+def test_a_users_dense_search_returns_what_chromas_filter_would(lab: Assistant, monkeypatch: pytest.MonkeyPatch) -> None:
+    from assistant import retrieval
+    from assistant.index.store import visible
+
+    bob = lab.as_user("bob")
+    bob.refresh_lexical(force=True)
+    where = visible(bob.libraries)
+    for question in ("velmorite proton conductors", "graphene membranes", "protein backbones", "attention maps"):
+        vector = bob.embedder.embed([question])[0]
+        expected = [c[:2] for c in bob.store.query_chunks(vector, 4, where)]
+        assert [c[:2] for c in bob.retriever._visible_nearest(vector, 4)] == expected
+        monkeypatch.setattr(retrieval, "MAX_OVERFETCH", 0)  # too few fetched: Chroma's filter decides
+        assert [c[:2] for c in bob.retriever._visible_nearest(vector, 4)] == expected
+        monkeypatch.undo()

@@ -346,6 +346,11 @@ class Bm25Index:
             self._visible[key] = np.isin(self.libraries, list(key[1])).astype(np.float32)
         return self._visible[key]
 
+    def library_of(self, key: str) -> str | None:
+        """The library of an indexed abstract (None: not indexed here)."""
+        row = self._rows.get(key)
+        return None if row is None else str(self.libraries[row])
+
     def containing(self, text: str, limit: int | None = None, mask: np.ndarray | None = None) -> list[str]:
         """The keys of the indexed abstracts (of those ``mask`` allows) that contain every
         token of ``text`` (a name such as "Time-MoE" is two tokens; both must occur); none if
