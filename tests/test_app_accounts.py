@@ -19,9 +19,9 @@ import httpx
 import pytest
 
 from assistant import Assistant
-from browser import CHROMIUM, CHROMIUM_FLAGS, Watched, start_app, stop
+from browser import Watched, start_app, stop
 from conftest import ChromaServer
-from test_app import XSS_QUESTION, XSS_RECORD, reply_text
+from test_app import XSS_QUESTION, XSS_RECORD, browser, reply_text  # noqa: F401 - browser: a fixture
 from test_libraries import ALICE_PAPER, SECRET, SHARED_RECORDS, _jsonl
 
 PASSWORDS = {"alice": "alice's password", "bob": "bob's password", "carol": "carol's password"}
@@ -169,18 +169,6 @@ def test_an_upload_goes_to_the_uploaders_library_and_its_file_cannot_be_fetched(
     refused, *_ = _client(lab["url"], "bob").predict(
         [handle_file(str(upload))], True, "All sources", "All sources", api_name="/add_papers")
     assert "only admins add to the shared library" in refused
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    if not CHROMIUM.exists():
-        pytest.fail("the browser tests need Debian's Chromium: apt-get install chromium chromium-driver")
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
-        yield chromium
-        chromium.close()
 
 
 def _log_in(browser: Any, url: str, name: str) -> Watched:

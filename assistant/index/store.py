@@ -452,8 +452,13 @@ class ChromaStore:
 
     @_explained
     def delete_library(self, library: str) -> int:
-        """Delete every abstract and chunk of one library; return how many abstracts."""
+        """Delete every abstract and chunk of one library; return how many abstracts. Its
+        abstracts are marked pending first, so that a delete cut short is finished by the
+        next `recover` and never leaves abstracts without their chunks."""
         keys = self.abstracts.get(where={"library": library}, include=[])["ids"]
+        for start in range(0, len(keys), _PAGE):
+            part = keys[start : start + _PAGE]
+            self.abstracts.update(ids=part, metadatas=[{"status": PENDING}] * len(part))
         self.chunks.delete(where={"library": library})
         for start in range(0, len(keys), _PAGE):
             self.abstracts.delete(ids=keys[start : start + _PAGE])
