@@ -32,7 +32,7 @@ from typing import Any
 import gradio as gr
 
 from assistant import Answer, Assistant, Chat, GenerationError, Hit, QuestionError, Retrieved, default_assistant, render
-from assistant.accounts import AccountError
+from assistant.accounts import AccountError, LoginGuard
 from assistant.corpus import SUFFIXES
 from assistant.index.embedders import EmbeddingError
 from assistant.index.store import StoreError
@@ -355,7 +355,7 @@ def launch(assistant: Assistant) -> None:
     else:
         auth_dependency = None
         if assistant.accounts.enabled():
-            auth = assistant.accounts.verify
+            auth = LoginGuard(assistant.accounts)
         elif s.app_username and s.app_password:
             auth = (s.app_username, s.app_password.get_secret_value())
     theme = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"])

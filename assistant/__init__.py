@@ -15,6 +15,7 @@ offline.apply()
 from collections.abc import Iterator  # noqa: E402
 from typing import Any  # noqa: E402
 
+from assistant.accounts import AccountError  # noqa: E402
 from assistant.answer.generators import GenerationError  # noqa: E402
 from assistant.api import Assistant, Chat, QuestionError  # noqa: E402
 from assistant.retrieval import SearchFilters  # noqa: E402
@@ -59,6 +60,7 @@ def ask_stream(question: str, **options: Any) -> Iterator[str | Answer]:
 
 
 __all__ = [
+    "AccountError",
     "Abstract",
     "Answer",
     "Assistant",

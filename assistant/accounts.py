@@ -12,6 +12,9 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,6 +125,34 @@ class Accounts:
             return _HASHER.verify(str(record["hash"]) if record else _DECOY, password) and record is not None
         except (VerificationError, InvalidHashError):
             return False
+
+
+class LoginGuard:
+    """The app's login check: `Accounts.verify`, refusing a name for ``lock_seconds`` after
+    ``attempts`` wrong passwords in a row (counted in memory, per name), so that guessing
+    costs minutes per handful of tries instead of one Argon2 hash each."""
+
+    def __init__(
+        self, accounts: Accounts, attempts: int = 5, lock_seconds: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.accounts, self.attempts, self.lock_seconds, self.clock = accounts, attempts, lock_seconds, clock
+        self._failures: dict[str, tuple[int, float]] = {}  # name -> (wrong passwords in a row, locked until)
+        self._lock = threading.Lock()
+
+    def __call__(self, name: str, password: str) -> bool:
+        with self._lock:
+            if self._failures.get(name, (0, 0.0))[1] > self.clock():
+                return False
+        if self.accounts.verify(name, password):
+            with self._lock:
+                self._failures.pop(name, None)
+            return True
+        with self._lock:
+            count = self._failures.get(name, (0, 0.0))[0] + 1
+            until = self.clock() + self.lock_seconds if count >= self.attempts else 0.0
+            self._failures[name] = (0 if until else count, until)
+        return False
 
 
 def _checked(password: str) -> str:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from assistant.accounts import AccountError, Accounts, User
+from assistant.accounts import AccountError, Accounts, LoginGuard, User
 
 
 def test_an_account_logs_in_with_its_password_only(tmp_path: Path) -> None:
@@ -71,3 +71,17 @@ def test_an_existing_name_is_not_overwritten(tmp_path: Path) -> None:
 def test_requiring_an_unknown_user_says_how_to_add_one(tmp_path: Path) -> None:
     with pytest.raises(AccountError, match="add one with `assistant users add carol`"):
         Accounts(tmp_path).require("carol")
+
+
+def test_after_five_wrong_passwords_a_name_is_refused_for_a_minute(tmp_path: Path) -> None:
+    accounts, now = Accounts(tmp_path), [1000.0]
+    accounts.add("alice", "correct horse")
+    accounts.add("bob", "battery staple")
+    guard = LoginGuard(accounts, clock=lambda: now[0])
+    assert not any(guard("alice", f"guess {n}") for n in range(4))
+    assert guard("alice", "correct horse"), "four wrong tries in a row do not lock"
+    assert not any(guard("alice", f"guess {n}") for n in range(5))
+    assert not guard("alice", "correct horse"), "locked: even the right password is refused"
+    assert guard("bob", "battery staple"), "other names are not affected"
+    now[0] += 61
+    assert guard("alice", "correct horse")
