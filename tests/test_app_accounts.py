@@ -193,7 +193,7 @@ def _search(watched: Watched, query: str) -> str:
 @pytest.mark.slow
 def test_in_the_browser_bob_sees_nothing_of_alices_and_her_abstracts_run_nothing(browser: Any, lab: dict[str, Any]) -> None:
     bob = _log_in(browser, lab["url"], "bob")
-    assert "4 abstracts indexed" in bob.page.locator("#status").inner_text()
+    bob.page.locator("#status").get_by_text("4 abstracts indexed").wait_for(timeout=30_000)  # his view, once loaded
     bob.ask(ALICE_QUESTION)
     answer = bob.page.locator('#chat [data-testid="bot"]').last.inner_text()
     assert answer and "cerium" not in answer.lower() and SECRET not in bob.page.locator("#sources").inner_text().lower()
