@@ -182,12 +182,18 @@ def _log_in(browser: Any, url: str, name: str) -> Watched:
 
 
 def _search(watched: Watched, query: str) -> str:
+    """The search tab's results for this query (an empty search first clears the previous
+    ones, which another query may render alike)."""
     page = watched.page
     page.locator("#search-tab-button, button[role=tab]:has-text('Search')").first.click()
-    page.locator("#search-query textarea").fill(query)
-    page.locator("#search-query textarea").press("Enter")
-    page.locator("#search-results .result, #search-results p").first.wait_for(timeout=60_000)
-    return page.locator("#search-results").inner_html()
+    box, results = page.locator("#search-query textarea"), page.locator("#search-results")
+    box.fill("")
+    box.press("Enter")
+    results.get_by_text("Type a query").wait_for(timeout=60_000)
+    box.fill(query)
+    box.press("Enter")
+    results.locator(".results, .no-results").first.wait_for(timeout=60_000)
+    return results.inner_html()
 
 
 @pytest.mark.slow
