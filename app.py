@@ -33,7 +33,7 @@ import gradio as gr
 
 from assistant import Answer, Assistant, Chat, GenerationError, Hit, QuestionError, Retrieved, default_assistant, render
 from assistant.accounts import AccountError, LoginGuard
-from assistant.corpus import SUFFIXES
+from assistant.corpus import COMPRESSED_SUFFIXES, SUFFIXES
 from assistant.index.embedders import EmbeddingError
 from assistant.index.store import StoreError
 
@@ -177,9 +177,9 @@ def build(assistant: Assistant) -> gr.Blocks:
                                 visible=viewer.accounts_on, elem_id="to-shared",
                             )
                             upload = gr.File(
-                                label="Upload abstracts (" + ", ".join(SUFFIXES) + ")"
+                                label="Upload abstracts (" + ", ".join(SUFFIXES) + "; or gzipped, zipped)"
                                 + (": they go to your private library" if viewer.accounts_on else ""),
-                                file_types=list(SUFFIXES),
+                                file_types=[*SUFFIXES, *COMPRESSED_SUFFIXES],
                                 file_count="multiple",
                                 elem_id="upload",
                             )

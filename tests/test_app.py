@@ -297,6 +297,7 @@ def test_browser_an_answers_references_download_as_bibtex_and_ris_and_copy_as_ma
     import bibtexparser
 
     from assistant import corpus
+    from assistant.corpus import Source
     from assistant.corpus import bibtex as bib_loader
 
     watched = Watched(browser, app_url, permissions=["clipboard-read", "clipboard-write"])
@@ -310,7 +311,7 @@ def test_browser_an_answers_references_download_as_bibtex_and_ris_and_copy_as_ma
     download.value.save_as(path)
     library = bibtexparser.parse_string(path.read_text())
     assert library.entries and not library.failed_blocks
-    loaded = list(bib_loader.load(path))
+    loaded = list(bib_loader.load(Source(path)))
     assert any("Pangu Ultra" in a.text for a in loaded)
     assert len(loaded) == answer.locator("a.cite").evaluate_all("els => new Set(els.map(e => e.textContent)).size")
     with page.expect_download() as ris_download:

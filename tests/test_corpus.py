@@ -74,10 +74,17 @@ def test_latin1_and_utf16_files_keep_their_accents(tmp_path: Path) -> None:
 
 def test_binary_file_is_rejected_once_not_line_by_line(tmp_path: Path) -> None:
     path = tmp_path / "papers.jsonl"
-    path.write_bytes(gzip.compress("\n".join(json.dumps({"id": str(i), "text": TEXT}) for i in range(50)).encode()))
+    path.write_bytes(b"SQLite format 3\x00" + bytes(range(256)) * 40 + b"\n" * 50)
     abstracts, rejected = _split(corpus.load([path]))
     assert abstracts == [] and len(rejected) == 1
     assert rejected[0].line is None and "binary data" in rejected[0].reason
+
+
+def test_a_gzipped_file_is_read_whatever_its_name_says(tmp_path: Path) -> None:
+    path = tmp_path / "papers.jsonl"  # gzipped, though not named .gz
+    path.write_bytes(gzip.compress("\n".join(json.dumps({"id": str(i), "text": TEXT}) for i in range(50)).encode()))
+    abstracts, rejected = _split(corpus.load([path]))
+    assert rejected == [] and [a.id for a in abstracts] == [str(i) for i in range(50)]
 
 
 def test_jsonl_generic_record_and_malformed_lines(tmp_path: Path) -> None:
@@ -339,3 +346,32 @@ def test_openalex_abstracts_are_rebuilt_from_the_inverted_index(tmp_path: Path) 
     assert [a.id for a in _split(corpus.load([tmp_path / "work.json"]))[0]] == ["W9900000001"]
     single, broken = _split(corpus.load([tmp_path / "snapshot.jsonl"]))
     assert [a.text for a in single] == [sodium.text] and broken[0].line == 2
+
+
+def test_pubmed_book_chapters_and_books_are_read_with_their_own_date_and_authors() -> None:
+    abstracts, rejected = _split(corpus.load([FORMATS / "pubmed-books.xml"]))
+    chapter, book = abstracts
+    assert (chapter.id, chapter.title, chapter.year, chapter.authors) == (
+        "pmid:99000020", "Example Fragile Site Disorders", 1998, ("Hunter, Jessica", "Berry-Kravis, Elizabeth"))
+    assert chapter.extra["journal"] == "Example Reviews®"  # the book it is a chapter of; its editors are not authors
+    assert chapter.text.startswith("CLINICAL CHARACTERISTICS: Example fragile site disorders include")
+    assert (book.title, book.year, book.extra["publication_type"]) == (
+        "Screening for Example Vitamin Deficiency in Adults: A Systematic Review", 2021, "Review")
+    assert json.loads(book.extra["nlm_categories"])["CONCLUSIONS"] == "CONCLUSIONS"
+    assert [r.reason for r in rejected] == ["article 3 (PMID 99000022): no abstract (no AbstractText element)"]
+
+
+def test_a_json_document_is_streamed_and_a_break_keeps_the_records_before_it(tmp_path: Path) -> None:
+    records = [{"id": f"r{n}", "text": f"{TEXT} Record {n}."} for n in range(3)]
+    listed, paged, wrapped = tmp_path / "list.json", tmp_path / "page.json", tmp_path / "wrapped.json"
+    listed.write_text(json.dumps(records)[:-30])  # cut inside the third record
+    paged.write_text(json.dumps({"meta": {"count": 3}, "results": records}, indent=2))
+    wrapped.write_text(json.dumps({"version": 2, "papers": records}))
+    abstracts, [broken] = _split(corpus.load([listed]))
+    assert [a.id for a in abstracts] == ["r0", "r1"]
+    assert broken.reason.startswith("invalid JSON after record 2:") and "records before it were read" in broken.reason
+    assert [a.id for a in corpus.load([paged])] == ["r0", "r1", "r2"]
+    assert [a.id for a in corpus.load([wrapped])] == ["r0", "r1", "r2"]
+    latin = tmp_path / "latin.json"
+    latin.write_bytes(json.dumps([{"id": "l", "text": f"Café {TEXT}"}], ensure_ascii=False).encode("cp1252"))
+    assert [a.text[:4] for a in corpus.load([latin])] == ["Café"]

@@ -110,18 +110,19 @@ FORMATS = Path(__file__).parent / "data" / "formats"
 def test_one_paper_in_three_formats_is_indexed_once(tmp_path: Path) -> None:
     """The fasting trial is in a Zotero RIS file (DOI only), PubMed XML and MEDLINE (PMID and
     DOI); the sodium trial in MEDLINE and OpenAlex; the gait study in RIS and CSL JSON. Each
-    is indexed once, whichever file comes first, in this ingest or a later one."""
+    is indexed once, whichever file comes first, in this ingest or a later one. (Two more
+    abstracts are books, in pubmed-books.xml.)"""
     assistant = Assistant(data_dir=tmp_path / "index", auto_ingest=False)
     report = assistant.ingest([FORMATS])
-    assert (report.added, report.duplicates, report.by_identifier, len(report.rejected)) == (6, 4, 4, 7)
+    assert (report.added, report.duplicates, report.by_identifier, len(report.rejected)) == (8, 4, 4, 8)
     assert "skipped 4 duplicates (4 by DOI, PMID or arXiv id)" in report.summary()
-    assert assistant.store.count() == 6
+    assert assistant.store.count() == 8
     [hit] = [h for h in assistant.search("intermittent fasting insulin sensitivity prediabetes", k=10)
              if "fasting" in h.abstract.title.lower()]
     assert hit.abstract.doi == "10.5555/exmp.2024.001"
 
     again = assistant.ingest([FORMATS])
-    assert (again.added, again.duplicates, again.by_identifier) == (0, 10, 4)
+    assert (again.added, again.duplicates, again.by_identifier) == (0, 12, 4)
 
     later = Assistant(data_dir=tmp_path / "second", auto_ingest=False)
     assert later.ingest([FORMATS / "pubmed.xml"]).added == 2

@@ -10,6 +10,7 @@ import bibtexparser
 import rispy
 
 from assistant import Abstract, Answer, Citation, corpus
+from assistant.corpus import Source
 from assistant.corpus import bibtex as bib_loader
 from assistant.references import (
     BIBTEX_FIELD,
@@ -73,7 +74,7 @@ def test_exported_bibtex_reads_back_as_the_same_abstracts(tmp_path: Path) -> Non
     path = tmp_path / "export.bib"
     path.write_text(bibtex(originals))
     assert len(bibtexparser.parse_string(path.read_text()).entries) == len(originals)
-    loaded = {a.id: a for a in bib_loader.load(path) if isinstance(a, Abstract)}
+    loaded = {a.id: a for a in bib_loader.load(Source(path)) if isinstance(a, Abstract)}
     assert set(loaded) == {a.id for a in originals}
     for original in originals:
         back = loaded[original.id]
@@ -81,7 +82,7 @@ def test_exported_bibtex_reads_back_as_the_same_abstracts(tmp_path: Path) -> Non
             original.text, original.title, original.authors, original.year, original.url), original.id
     tricky_path = tmp_path / "tricky.bib"
     tricky_path.write_text(bibtex([TRICKY]))
-    [back] = list(bib_loader.load(tricky_path))
+    [back] = list(bib_loader.load(Source(tricky_path)))
     assert (back.text, back.title, back.authors, back.year) == (TRICKY.text, TRICKY.title, TRICKY.authors, TRICKY.year)
 
 
@@ -89,7 +90,7 @@ def test_a_bibtex_record_is_exported_as_its_own_entry(tmp_path: Path) -> None:
     own = "@inproceedings{vaswani2017,\n  title = {Attention Is All You Need},\n  booktitle = {NeurIPS},\n" \
           "  abstract = {The dominant sequence transduction models are based on recurrent networks.}\n}"
     (tmp_path / "mine.bib").write_text(own + "\n")
-    [abstract] = list(bib_loader.load(tmp_path / "mine.bib"))
+    [abstract] = list(bib_loader.load(Source(tmp_path / "mine.bib")))
     assert abstract.extra[BIBTEX_FIELD] == own
     assert bibtex_entry(abstract) == own
 

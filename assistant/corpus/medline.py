@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import io
 import re
-from pathlib import Path
 from typing import Any
 
 from Bio import Medline
@@ -18,6 +17,7 @@ from Bio import Medline
 from assistant import identifiers
 from assistant.corpus.base import NO_LIMITS, LoadResult, RecordLimits, paragraphs, read_text
 from assistant.corpus.records import to_abstract
+from assistant.corpus.sources import Source
 from assistant.types import Rejected
 
 suffixes = (".nbib", ".medline", ".txt")
@@ -55,11 +55,11 @@ def fields(record: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def load(path: Path, limits: RecordLimits = NO_LIMITS) -> LoadResult:
+def load(file: Source, limits: RecordLimits = NO_LIMITS) -> LoadResult:
     """Yield one abstract per MEDLINE record; a broken record, or one without an abstract
     (``AB``), is rejected with its first line."""
-    source = str(path)
-    for line, text in paragraphs(read_text(path)):
+    source = file.location
+    for line, text in paragraphs(read_text(file)):
         broken = next((n for n, row in enumerate(text.split("\n")) if not _LINE.match(row)), None)
         if broken is not None:
             yield Rejected(source, line + broken, "not a MEDLINE line (expected a tag such as 'TI  - ' or a "
@@ -69,4 +69,4 @@ def load(path: Path, limits: RecordLimits = NO_LIMITS) -> LoadResult:
         if not record["abstract"]:
             yield Rejected(source, line, f"the record {record['title'] or '(untitled)'!r} has no abstract (tag AB)")
             continue
-        yield to_abstract(record, path, line, limits)
+        yield to_abstract(record, file, line, limits)

@@ -1,7 +1,8 @@
-"""PubMed XML (``.xml`` holding a ``PubmedArticleSet``): efetch results and the annual baseline.
+"""PubMed XML (``.xml`` holding a ``PubmedArticleSet``): efetch results and the annual baseline
+(``.xml.gz``, read as it decompresses), journal articles and NCBI Bookshelf books and chapters.
 
 Parsed with ``defusedxml`` (no entity expansion, no external entities: a hostile file cannot
-blow up memory or read local files) as a stream: each ``PubmedArticle`` is read, turned into
+blow up memory or read local files) as a stream: each ``PubmedArticle`` (or ``PubmedBookArticle``) is read, turned into
 an abstract and freed, so a baseline file of 30,000 articles is never held whole. Structured
 abstracts keep their section labels, in order ("BACKGROUND: … METHODS: …"), and the NLM
 category of each label (``extra["nlm_categories"]``, read by `sections`); the publication types
@@ -13,8 +14,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, BinaryIO
 from xml.etree.ElementTree import Element, ParseError
 
 from defusedxml import DefusedXmlException
@@ -22,12 +23,12 @@ from defusedxml.ElementTree import iterparse
 
 from assistant.corpus.base import NO_LIMITS, LoadResult, RecordLimits
 from assistant.corpus.records import to_abstract
+from assistant.corpus.sources import Source
 from assistant.types import Rejected
 
 suffixes = (".xml",)
 ROOT = "PubmedArticleSet"
 _YEAR = re.compile(r"\b(1[89]\d\d|20\d\d)\b")
-_RECORDS = ("PubmedArticle", "PubmedBookArticle")
 
 
 class NotPubmedError(ValueError):
@@ -39,11 +40,44 @@ def _text(element: Element | None) -> str:
     return " ".join("".join(element.itertext()).split()) if element is not None else ""
 
 
-def _abstract(article: Element) -> tuple[str, dict[str, str]]:
+@dataclass(frozen=True)
+class _Layout:
+    """Where a record kind keeps its parts: a journal article (``PubmedArticle``) or a book
+    or chapter of NCBI Bookshelf (``PubmedBookArticle``)."""
+
+    pmid: str
+    article: str  # holds ArticleTitle, Abstract, AuthorList
+    ids: tuple[str, ...]
+    dates: tuple[str, ...]  # the first one present is its date
+    venue: str
+    kinds: str
+
+
+_LAYOUTS = {
+    "PubmedArticle": _Layout(
+        pmid="MedlineCitation/PMID",
+        article="MedlineCitation/Article",
+        ids=("PubmedData/ArticleIdList/ArticleId",),
+        dates=("MedlineCitation/Article/Journal/JournalIssue/PubDate",),
+        venue="MedlineCitation/Article/Journal/Title",
+        kinds="MedlineCitation/Article/PublicationTypeList/PublicationType",
+    ),
+    "PubmedBookArticle": _Layout(
+        pmid="BookDocument/PMID",
+        article="BookDocument",
+        ids=("BookDocument/ArticleIdList/ArticleId", "PubmedBookData/ArticleIdList/ArticleId"),
+        dates=("BookDocument/ContributionDate", "BookDocument/Book/PubDate"),  # a chapter's own, else its book's
+        venue="BookDocument/Book/BookTitle",
+        kinds="BookDocument/PublicationType",
+    ),
+}
+
+
+def _abstract(article: Element, layout: _Layout) -> tuple[str, dict[str, str]]:
     """The abstract's text, each section opening with its label as PubMed writes it ("RESULTS:
     …"), and each label's NLM category where the record gives one ({"FINDINGS": "RESULTS"})."""
     parts, categories = [], {}
-    for section in article.iterfind("MedlineCitation/Article/Abstract/AbstractText"):
+    for section in article.iterfind(f"{layout.article}/Abstract/AbstractText"):
         text, category = _text(section), section.get("NlmCategory")
         label = section.get("Label") or (category if category and category != "UNASSIGNED" else None)
         if text:
@@ -53,9 +87,9 @@ def _abstract(article: Element) -> tuple[str, dict[str, str]]:
     return " ".join(parts), categories
 
 
-def _authors(article: Element) -> list[str]:
+def _authors(article: Element, layout: _Layout) -> list[str]:
     names = []
-    for author in article.iterfind("MedlineCitation/Article/AuthorList/Author"):
+    for author in article.iterfind(f"{layout.article}/AuthorList/Author"):
         last, fore = _text(author.find("LastName")), _text(author.find("ForeName"))
         name = f"{last}, {fore}" if last and fore else last or _text(author.find("CollectiveName"))
         if name:
@@ -63,69 +97,72 @@ def _authors(article: Element) -> list[str]:
     return names
 
 
-def _year(article: Element) -> str | None:
-    date = article.find("MedlineCitation/Article/Journal/JournalIssue/PubDate")
+def _year(article: Element, layout: _Layout) -> str | None:
+    date = next((d for path in layout.dates if (d := article.find(path)) is not None), None)
     match = _YEAR.search(" ".join(date.itertext())) if date is not None else None  # <Year>2024</Year><Month>…
     return match.group(1) if match else None
 
 
 def fields(article: Element) -> dict[str, Any]:
-    """A ``PubmedArticle`` mapped onto the generic field names of `records.to_abstract`."""
-    ids = {i.get("IdType"): _text(i) for i in article.iterfind("PubmedData/ArticleIdList/ArticleId")}
-    pmid = _text(article.find("MedlineCitation/PMID")) or ids.get("pubmed")
+    """A ``PubmedArticle`` or ``PubmedBookArticle`` mapped onto the generic field names of
+    `records.to_abstract`. A book chapter's venue is its book; a whole book's title is the
+    book's."""
+    layout = _LAYOUTS[article.tag]
+    ids = {i.get("IdType"): _text(i) for path in layout.ids for i in article.iterfind(path)}
+    pmid = _text(article.find(layout.pmid)) or ids.get("pubmed")
     doi = ids.get("doi") or next(
-        (_text(e) for e in article.iterfind("MedlineCitation/Article/ELocationID") if e.get("EIdType") == "doi"), None
+        (_text(e) for e in article.iterfind(f"{layout.article}/ELocationID") if e.get("EIdType") == "doi"), None
     )
-    text, categories = _abstract(article)
-    kinds = [_text(t) for t in article.iterfind("MedlineCitation/Article/PublicationTypeList/PublicationType")]
+    text, categories = _abstract(article, layout)
+    kinds = [_text(t) for t in article.iterfind(layout.kinds)]
+    title = _text(article.find(f"{layout.article}/ArticleTitle"))
+    venue = _text(article.find(layout.venue))
     return {
         "id": f"pmid:{pmid}" if pmid else None,
-        "title": _text(article.find("MedlineCitation/Article/ArticleTitle")),
+        "title": title or venue,
         "abstract": text,
         "nlm_categories": json.dumps(categories) if categories else None,
         "publication_type": kinds,  # `records` joins them
-        "authors": _authors(article),
-        "year": _year(article),
-        "journal": _text(article.find("MedlineCitation/Article/Journal/Title")),
+        "authors": _authors(article, layout),
+        "year": _year(article, layout),
+        "journal": venue if title else None,
         "doi": doi,
         "pmid": pmid,
     }
 
 
-def _articles(path: Path) -> Iterator[Element]:
+def _articles(stream: BinaryIO) -> Iterator[Element]:
     """Each article (``PubmedArticle``, ``PubmedBookArticle``) as it is parsed, freed once
     the caller moves on."""
     root = None
-    for event, element in iterparse(str(path), events=("start", "end")):
+    for event, element in iterparse(stream, events=("start", "end")):
         if event == "start":
             if root is None:
                 root = element
                 if element.tag != ROOT:
                     raise NotPubmedError(f"not a PubMed XML file: its root element is <{element.tag}>, not <{ROOT}>")
             continue
-        if element.tag in _RECORDS:
+        if element.tag in _LAYOUTS:
             yield element
             root.clear()  # drop the finished article (and any before it) from the tree
 
 
-def load(path: Path, limits: RecordLimits = NO_LIMITS) -> LoadResult:
+def load(file: Source, limits: RecordLimits = NO_LIMITS) -> LoadResult:
     """Yield one abstract per article; an article without an abstract is rejected with its
-    position and PMID. Malformed XML stops the file there, with the line where it broke:
-    the articles before it are kept."""
-    source = str(path)
+    position and PMID. Malformed XML stops the file there, with
+    the line where it broke: the articles before it are kept."""
+    source = file.location
     number = 0
     try:
-        for number, article in enumerate(_articles(path), start=1):
-            if article.tag != "PubmedArticle":
-                yield Rejected(source, None, f"article {number}: a {article.tag} (book chapter), which is not read")
-                continue
-            record = fields(article)
-            where = f"article {number} (PMID {record['pmid'] or 'unknown'})"
-            if not record["abstract"]:
-                yield Rejected(source, None, f"{where}: no abstract (no AbstractText element)")
-                continue
-            result = to_abstract(record, path, None, limits)
-            yield Rejected(source, None, f"{where}: {result.reason}") if isinstance(result, Rejected) else result
+        with file.open() as stream:
+            for number, article in enumerate(_articles(stream), start=1):
+                record = fields(article)
+                where = f"article {number} (PMID {record['pmid'] or 'unknown'})"
+                if not record["abstract"]:
+                    yield Rejected(source, None, f"{where}: no abstract (no AbstractText element)")
+                    continue
+                result = to_abstract(record, file, None, limits)
+                yield Rejected(source, None, f"{where}: {result.reason}") if isinstance(result, Rejected) else result
     except ParseError as error:
         line = error.position[0] if error.position else None
         yield Rejected(source, line, f"malformed XML after article {number}: {error}; the articles before it were read")

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
-from assistant.corpus.display import content_id, derive_title, find_link, normalize_text
-from assistant.corpus.base import NO_LIMITS, RecordLimits
 from assistant import identifiers
+from assistant.corpus.base import NO_LIMITS, RecordLimits
+from assistant.corpus.display import content_id, derive_title, find_link, normalize_text
+from assistant.corpus.sources import Source
 from assistant.tokens import over_limit, trim_to_tokens
 from assistant.types import Abstract, Rejected
 
@@ -115,7 +115,7 @@ def _extra(record: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def to_abstract(
-    record: Any, path: Path, line: int | None, limits: RecordLimits = NO_LIMITS, bibtex: bool = False
+    record: Any, file: Source, line: int | None, limits: RecordLimits = NO_LIMITS, bibtex: bool = False
 ) -> Abstract | Rejected:
     """Turn one loaded record into an `Abstract`, or a `Rejected` saying what is missing
     or wrong: no text, or a text longer than ``limits`` allow (a full-text dump or a corrupt
@@ -124,7 +124,7 @@ def to_abstract(
     The abstract's ``source`` is the file name (what users filter and count by); a
     rejection names the full path, so the record can be found and fixed.
     """
-    source = str(path)
+    source = file.location
     if not isinstance(record, Mapping):
         return Rejected(source, line, f"expected an object, got {type(record).__name__}")
     lowered = {str(k).lower(): v for k, v in record.items()}
@@ -165,7 +165,7 @@ def to_abstract(
         text=text,
         title=title or derive_title(text),
         titled=bool(title),
-        source=path.name,
+        source=file.name,
         url=_url(lowered, ids, text),
         authors=_authors(_first(lowered, AUTHOR_FIELDS), bibtex),
         year=_year(lowered),

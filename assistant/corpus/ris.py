@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import rispy
@@ -19,6 +18,7 @@ import rispy
 from assistant import identifiers
 from assistant.corpus.base import NO_LIMITS, LoadResult, RecordLimits, read_text
 from assistant.corpus.records import to_abstract
+from assistant.corpus.sources import Source
 from assistant.types import Rejected
 
 suffixes = (".ris",)
@@ -78,11 +78,11 @@ def fields(entry: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def load(path: Path, limits: RecordLimits = NO_LIMITS) -> LoadResult:
+def load(file: Source, limits: RecordLimits = NO_LIMITS) -> LoadResult:
     """Yield one abstract per RIS record; a record without an abstract, or a broken one, is
     rejected with its first line."""
-    source = str(path)
-    for line, text, problem in _records(read_text(path)):
+    source = file.location
+    for line, text, problem in _records(read_text(file)):
         if problem:
             yield Rejected(source, line, problem)
             continue
@@ -90,4 +90,4 @@ def load(path: Path, limits: RecordLimits = NO_LIMITS) -> LoadResult:
         if not record["abstract"]:
             yield Rejected(source, line, f"the record {record['title'] or '(untitled)'!r} has no abstract (tag AB or N2)")
             continue
-        yield to_abstract(record, path, line, limits)
+        yield to_abstract(record, file, line, limits)

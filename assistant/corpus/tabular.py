@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import csv
 import io
-from pathlib import Path
 
 from assistant.corpus.base import NO_LIMITS, LoadResult, RecordLimits, read_text
 from assistant.corpus.records import to_abstract
+from assistant.corpus.sources import Source
 from assistant.types import Rejected
 
 suffixes = (".csv", ".tsv")
@@ -15,11 +15,11 @@ suffixes = (".csv", ".tsv")
 csv.field_size_limit(10_000_000)
 
 
-def load(path: Path, limits: RecordLimits = NO_LIMITS) -> LoadResult:
+def load(file: Source, limits: RecordLimits = NO_LIMITS) -> LoadResult:
     """Yield one abstract per row; a row the csv module cannot parse is rejected alone."""
-    source = str(path)
-    delimiter = "\t" if path.suffix == ".tsv" else ","
-    reader = csv.DictReader(io.StringIO(read_text(path), newline=""), delimiter=delimiter)
+    source = file.location
+    delimiter = "\t" if file.suffix == ".tsv" else ","
+    reader = csv.DictReader(io.StringIO(read_text(file), newline=""), delimiter=delimiter)
     while True:
         try:
             row = next(reader)
@@ -31,4 +31,4 @@ def load(path: Path, limits: RecordLimits = NO_LIMITS) -> LoadResult:
         if None in row:
             yield Rejected(source, reader.line_num, "more values than header columns")
             continue
-        yield to_abstract(row, path, reader.line_num, limits)
+        yield to_abstract(row, file, reader.line_num, limits)
