@@ -279,7 +279,7 @@ def build(assistant: Assistant) -> gr.Blocks:
                     raise ValueError(f"{len(files)} files at once; upload at most {s.app_max_upload_files} at a time")
                 progress(0, desc="Reading files")
                 report = view.ingest(
-                    files, on_batch=lambda done, total: progress((done, total), desc="Indexing", unit="abstracts"),
+                    files, on_progress=lambda done: progress(done.fraction, desc=f"Indexing: {done.line()}"),
                     library="shared" if shared else None,
                 )
             except (StoreError, EmbeddingError, ValueError) as error:  # they say what to do

@@ -29,7 +29,7 @@ from assistant.index.ingest import ingest as run_ingest
 from assistant.index.store import ChromaStore
 from assistant.retrieval import HybridRetriever, SearchFilters
 from assistant.settings import Settings
-from assistant.types import SHARED, Answer, Finding, Hit, IngestReport, Retrieved, private_library
+from assistant.types import SHARED, Answer, Finding, Hit, IngestProgress, IngestReport, Retrieved, private_library
 
 MAX_QUESTION_CHARS = 4000
 
@@ -172,7 +172,7 @@ class Assistant:
         self,
         paths: Iterable[str | Path] | str | Path,
         progress: bool = False,
-        on_batch: Callable[[int, int | None], None] | None = None,
+        on_progress: Callable[[IngestProgress], None] | None = None,
         library: Literal["private", "shared"] | None = None,
     ) -> IngestReport:
         """Index the abstracts in these files/folders; already indexed ones are skipped.
@@ -180,14 +180,16 @@ class Assistant:
         ``library``: "private" (the user's own; the default for a user's view) or "shared"
         (the default for the operator's view; for a user, only admins, unless
         ``Settings.shared_uploads`` is "everyone"). A private library holds at most
-        ``Settings.library_max_abstracts``.
+        ``Settings.library_max_abstracts``. ``progress`` shows a bar (files, records/s, time
+        left) on stderr; ``on_progress`` gets the same as an `IngestProgress` after each batch.
+        An ingest killed midway, run again with the same paths, resumes at the file it was in.
         """
         if isinstance(paths, str | Path):
             paths = [paths]
         target, limit = self._target(library)
         with self._writing():
             report = run_ingest(
-                paths, self.store, self.embedder, self.settings, progress, on_batch, library=target, limit=limit
+                paths, self.store, self.embedder, self.settings, progress, on_progress, library=target, limit=limit
             )
             self.refresh_lexical(force=True)
         return report

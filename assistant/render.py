@@ -299,7 +299,7 @@ def ingest_html(report: IngestReport, files: list[str]) -> str:
         f"<p><strong>{names}</strong>: added {report.added} abstracts, skipped {report.duplicates} "
         f"already indexed"
         + (f" ({report.by_identifier} by DOI, PMID or arXiv id)" if report.by_identifier else "")
-        + f", rejected {len(report.rejected)}.</p>"
+        + f", rejected {report.rejected_count}.</p>"
     ]
     if report.rejected:
         shown = report.rejected[: MAX_REJECTED_SHOWN]
@@ -308,7 +308,7 @@ def ingest_html(report: IngestReport, files: list[str]) -> str:
             f"{html.escape(r.reason)}</li>"
             for r in shown
         )
-        more = len(report.rejected) - len(shown)
+        more = report.rejected_count - len(shown)
         if more:
             items += f"<li>… and {more} more</li>"
         lines.append(f'<p class="rejected">Rejected:</p><ul class="rejected">{items}</ul>')

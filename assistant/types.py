@@ -162,17 +162,36 @@ class Retrieved:
     findings: list[Finding] = field(default_factory=list)
 
 
+MAX_LISTED_REJECTIONS = 10_000  # a baseline run rejects millions of abstract-less articles: counted, not all kept
+
+
 @dataclass
 class IngestReport:
     """What one ingest did: abstracts added, duplicates skipped (``by_identifier`` of them
-    because another record has the same DOI, PMID or arXiv id), records rejected."""
+    because another record has the same DOI, PMID or arXiv id), records rejected (the first
+    `MAX_LISTED_REJECTIONS` listed in ``rejected``, the rest counted in ``more_rejected``),
+    and files skipped because an interrupted ingest of the same files had finished them
+    (``resumed_files``)."""
 
     added: int = 0
     duplicates: int = 0
     by_identifier: int = 0
     rejected: list[Rejected] = field(default_factory=list)
+    more_rejected: int = 0
     chunks: int = 0
     seconds: float = 0.0
+    resumed_files: int = 0
+
+    def reject(self, item: Rejected) -> None:
+        """Record a rejection: listed while the list is short, counted always."""
+        if len(self.rejected) < MAX_LISTED_REJECTIONS:
+            self.rejected.append(item)
+        else:
+            self.more_rejected += 1
+
+    @property
+    def rejected_count(self) -> int:
+        return len(self.rejected) + self.more_rejected
 
     def summary(self) -> str:
         """A human-readable one-paragraph summary."""
@@ -180,10 +199,56 @@ class IngestReport:
             f"added {self.added} abstracts ({self.chunks} chunks) in {self.seconds:.1f} s, "
             f"skipped {self.duplicates} duplicates"
             + (f" ({self.by_identifier} by DOI, PMID or arXiv id)" if self.by_identifier else "")
-            + f", rejected {len(self.rejected)} records"
+            + f", rejected {self.rejected_count} records"
         ]
+        if self.resumed_files:
+            lines.append(f"  resumed an interrupted ingest: {self.resumed_files} files it had finished were skipped")
         lines += [f"  rejected {r}" for r in self.rejected]
+        if self.more_rejected:
+            lines.append(f"  … and {self.more_rejected} more rejected records (only the first {len(self.rejected)} "
+                         "are listed)")
         return "\n".join(lines)
+
+
+@dataclass
+class IngestProgress:
+    """How far an ingest has got, passed to its ``on_progress`` after each batch and file: files
+    and bytes (as on disk, compressed) done of the total, records read, abstracts added."""
+
+    files_total: int
+    bytes_total: int
+    files_done: int = 0
+    bytes_done: int = 0
+    records: int = 0
+    added: int = 0
+    seconds: float = 0.0
+
+    @property
+    def fraction(self) -> float:
+        return min(1.0, self.bytes_done / self.bytes_total) if self.bytes_total else 0.0
+
+    @property
+    def rate(self) -> float:
+        """Records read per second."""
+        return self.records / self.seconds if self.seconds > 0 else 0.0
+
+    @property
+    def eta_seconds(self) -> float | None:
+        """Seconds left at the pace so far (None until there is a pace)."""
+        if not self.bytes_done or not self.seconds:
+            return None
+        return self.seconds * (self.bytes_total - self.bytes_done) / self.bytes_done
+
+    def line(self) -> str:
+        """"file 3 of 1,300 · 41,200 added · 850 records/s · about 2 h 10 min left"."""
+        done = self.files_done >= self.files_total
+        parts = [f"{self.files_total:,} files" if done else f"file {self.files_done + 1:,} of {self.files_total:,}",
+                 f"{self.added:,} added", f"{self.rate:,.0f} records/s"]
+        if not done and (eta := self.eta_seconds) is not None:
+            hours, minutes = divmod(round(eta / 60), 60)
+            parts.append(f"about {hours} h {minutes} min left" if hours else
+                         f"about {minutes} min left" if minutes else "under a minute left")
+        return " · ".join(parts)
 
 
 @dataclass

@@ -45,6 +45,7 @@ from assistant import Abstract, Assistant, corpus, evaluation
 from assistant.corpus.display import sentences
 from assistant.index.embedders import Embedder
 from assistant.index.ingest import ingest as run_ingest
+from assistant.types import IngestProgress
 from results import row, save
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -189,17 +190,17 @@ def build(size: int, work: Path, scifact: Path, real_up_to: int, resume: bool = 
     log = log_path.open("a")
     started = time.perf_counter()
 
-    def progress(done: int, total: int) -> None:
+    def progress(done: IngestProgress) -> None:
         """Abstracts done and seconds so far, kept even if the run is stopped."""
         elapsed = earlier + time.perf_counter() - started
-        log.write(f"{done} {total} {elapsed:.1f}\n")
+        log.write(f"{done.added} {elapsed:.1f}\n")
         log.flush()
         if budget_s is not None and elapsed > budget_s:
             raise BudgetSpent
 
     stopped = False
     try:
-        assistant.ingest([corpus_file], on_batch=progress)
+        assistant.ingest([corpus_file], on_progress=progress)
     except BudgetSpent:
         stopped = True
         assistant.refresh_lexical(force=True)

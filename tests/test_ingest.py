@@ -3,8 +3,10 @@ counts, incremental skips, crash recovery after SIGKILL, dedupe, rejected record
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -139,3 +141,39 @@ def test_exported_ris_and_csl_json_reingest_as_duplicates(tmp_path: Path) -> Non
     for exported in ("out.ris", "out.json"):
         report = assistant.ingest([tmp_path / exported])
         assert (report.added, report.duplicates, report.rejected) == (0, len(papers), []), exported
+
+
+@pytest.mark.slow
+def test_a_killed_ingest_of_many_files_resumes_at_the_file_it_was_in(tmp_path: Path) -> None:
+    """Four gzipped JSON Lines files; the CLI is killed while its progress says file 3: run
+    again, it skips files 1 and 2 without reading them and ends with each abstract once."""
+    folder = tmp_path / "parts"
+    folder.mkdir()
+    words = "retrieval fusion sparse dense ranking corpus citation abstract question".split()
+    for part in range(4):
+        rows = [{"id": f"p{part}-{n}", "title": f"Paper {part}.{n}",
+                 "abstract": f"Part {part} paper {n} studies " + " ".join(words[(n + k) % 9] for k in range(30)) + "."}
+                for n in range(60)]
+        (folder / f"part_{part}.gz").write_bytes(gzip.compress("\n".join(map(json.dumps, rows)).encode()))
+    env = {**os.environ, "ASSISTANT_DATA_DIR": str(tmp_path / "index"), "ASSISTANT_INGEST_BATCH_SIZE": "4"}
+    command = [sys.executable, "-m", "assistant.cli", "ingest", str(folder)]
+    process = subprocess.Popen(command, env=env, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    shown = ""
+    for char in iter(lambda: process.stderr.read(1), ""):
+        shown += char
+        if "file 3 of 4 · 124 added" in shown:  # a batch into the third file
+            break
+    process.send_signal(signal.SIGKILL)
+    process.wait(timeout=30)
+    assert process.returncode == -signal.SIGKILL, "ingest finished before it could be killed"
+    assert "records/s" in shown and " left" in shown  # the progress line: files, rate, time left
+
+    done = subprocess.run([*command, "-q"], env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "resumed an interrupted ingest: 2 files it had finished were skipped" in done.stdout
+    added, duplicates = (int(v) for v in re.search(r"added (\d+) abstracts .*skipped (\d+) duplicates", done.stdout).groups())
+    assert duplicates >= 4 and added + duplicates == 120  # only files 3 and 4 were read
+    assistant = Assistant(data_dir=tmp_path / "index", auto_ingest=False)
+    assert assistant.store.count() == 240 and len(set(assistant.store.indexed_id_list())) == 240
+    again = assistant.ingest([folder])  # a finished ingest leaves nothing to resume: all read again
+    assert (again.resumed_files, again.added, again.duplicates) == (0, 0, 240)

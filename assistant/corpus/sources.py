@@ -9,18 +9,43 @@ file named ``papers.jsonl`` is read too); the format inside, by the name without
 from __future__ import annotations
 
 import gzip
+import io
 import zipfile
 import zlib
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 GZIP_MAGIC = b"\x1f\x8b"
 ZIP_MAGIC = b"PK\x03\x04"
 COMPRESSED_SUFFIXES = (".gz", ".gzip", ".zip")
 DAMAGED = (EOFError, gzip.BadGzipFile, zlib.error, zipfile.BadZipFile)  # a cut-off or corrupt archive
+
+
+class Meter:
+    """How far into its file (in bytes as stored: compressed, for a gzip file) a source has
+    been read, for progress and an ETA. Shared by every copy of a `Source`."""
+
+    def __init__(self) -> None:
+        self.position = 0
+
+
+class _Metered(io.RawIOBase):
+    """A file whose read position is kept in a `Meter` (the furthest one reached: a file read
+    twice, its head first, is not counted twice)."""
+
+    def __init__(self, raw: BinaryIO, meter: Meter) -> None:
+        self.raw, self.meter = raw, meter
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        size = self.raw.readinto(buffer)
+        self.meter.position = max(self.meter.position, self.raw.tell())
+        return size
 
 
 @dataclass(frozen=True)
@@ -32,6 +57,7 @@ class Source:
     member: str | None = None
     gzipped: bool = False
     format_suffix: str | None = None  # the format found in its content, when its name has none
+    meter: Meter = field(default_factory=Meter, compare=False, repr=False)
 
     @property
     def location(self) -> str:
@@ -58,15 +84,36 @@ class Source:
     def compressed(self) -> bool:
         return self.gzipped or self.member is not None
 
+    @property
+    def size(self) -> int:
+        """Its size in bytes as stored (a zip member's, uncompressed by zip); 0 if it is gone."""
+        try:
+            if self.member is None:
+                return self.path.stat().st_size
+            with zipfile.ZipFile(self.path) as archive:
+                return archive.getinfo(self.member).file_size
+        except (OSError, KeyError, zipfile.BadZipFile):
+            return 0
+
+    @property
+    def fingerprint(self) -> str:
+        """Where it is, its size and when it last changed: equal while its content is."""
+        try:
+            stat = self.path.stat()
+        except OSError:
+            return f"{self.location}|gone"
+        return f"{self.location}|{stat.st_size}|{stat.st_mtime_ns}"
+
     @contextmanager
     def open(self) -> Iterator[BinaryIO]:
-        """Its bytes, decompressed, as a stream."""
+        """Its bytes, decompressed, as a stream (the read position kept in ``meter``)."""
         with ExitStack() as stack:
             if self.member is None:
-                raw: BinaryIO = stack.enter_context(self.path.open("rb"))
+                raw: BinaryIO = stack.enter_context(self.path.open("rb", buffering=0))
+                raw = io.BufferedReader(_Metered(raw, self.meter))
             else:
                 archive = stack.enter_context(zipfile.ZipFile(self.path))
-                raw = stack.enter_context(archive.open(self.member))
+                raw = io.BufferedReader(_Metered(stack.enter_context(archive.open(self.member)), self.meter))
             yield stack.enter_context(gzip.GzipFile(fileobj=raw, mode="rb")) if self.gzipped else raw
 
 

@@ -1,4 +1,4 @@
-"""Ingest: load → deduplicate → chunk → embed in batches → write crash-safely.
+"""Ingest: load → deduplicate → chunk → embed in batches → write crash-safely, file by file.
 
 Each batch of abstracts goes through the store's commit protocol (pending → chunks →
 done), so an ingest killed at any moment and run again ends with every abstract indexed
@@ -11,8 +11,8 @@ an ingest never tells anyone what another user's private library holds.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import replace
-from collections.abc import Callable, Iterable, Iterator
 from itertools import islice
 from pathlib import Path
 
@@ -20,17 +20,13 @@ import numpy as np
 from tqdm import tqdm
 
 from assistant import corpus
+from assistant.corpus import Source
+from assistant.index.checkpoint import Checkpoint
 from assistant.index.chunking import chunk, embedding_text
 from assistant.index.embedders import Embedder
 from assistant.index.store import ChromaStore
 from assistant.settings import Settings
-from assistant.types import SHARED, Abstract, IngestReport, Rejected
-
-
-def _batches(items: Iterable[Abstract], size: int) -> Iterator[list[Abstract]]:
-    iterator = iter(items)
-    while batch := list(islice(iterator, size)):
-        yield batch
+from assistant.types import SHARED, Abstract, IngestProgress, IngestReport, Rejected
 
 
 def _mean_vectors(vectors: np.ndarray, owners: list[int], count: int) -> np.ndarray:
@@ -41,29 +37,30 @@ def _mean_vectors(vectors: np.ndarray, owners: list[int], count: int) -> np.ndar
 
 
 class _Deduplicator:
-    """Tells which loaded abstracts are new: not seen earlier in this ingest and not in the
-    index, by id (text-equal records without an id share their content-hash id) or by
-    identity (a DOI, PMID or arXiv id another record has) in the ``seen`` libraries. Holds
-    only ids and keys, so an ingest's memory does not grow with its abstracts' text."""
+    """Tells which loaded abstracts are new: not earlier in their batch and not in the index, by
+    id (text-equal records without an id share their content-hash id) or by identity (a DOI,
+    PMID or arXiv id another record has) in the ``seen`` libraries. Earlier batches are
+    committed, so the index answers for them: memory does not grow with the ingest, and the
+    cost of a batch is that of its lookups, whatever the index holds."""
 
     def __init__(self, store: ChromaStore, report: IngestReport, seen: tuple[str, ...]) -> None:
         self.store, self.report, self.seen = store, report, seen
-        self.ids: set[str] = set()
-        self.keys: set[str] = set()
 
     def new(self, batch: list[Abstract]) -> list[Abstract]:
         """The abstracts of this batch to index (the others are counted as duplicates)."""
         fresh: list[Abstract] = []
+        ids: set[str] = set()
+        keys: set[str] = set()
         for abstract in batch:
-            if abstract.key in self.ids:
+            if abstract.key in ids:
                 self.report.duplicates += 1
-            elif self.keys.intersection(abstract.identity):
+            elif keys.intersection(abstract.identity):
                 self.report.duplicates += 1
                 self.report.by_identifier += 1
             else:
                 fresh.append(abstract)
-                self.ids.add(abstract.key)
-                self.keys.update(abstract.identity)
+                ids.add(abstract.key)
+                keys.update(abstract.identity)
         held = {a.key: {replace(a, library=library).key for library in self.seen} for a in fresh}
         found = self.store.indexed_ids(key for keys in held.values() for key in keys)
         indexed = {key for key, keys in held.items() if keys & found}
@@ -74,30 +71,44 @@ class _Deduplicator:
         return new
 
 
-def _loaded(
-    paths: Iterable[str | Path], settings: Settings, report: IngestReport, library: str
-) -> Iterator[Abstract]:
-    """The loaded abstracts, streamed, as records of ``library``; rejected records go into
-    the report."""
-    limits = corpus.RecordLimits(settings.max_record_tokens, settings.truncate_long_records)
-    for item in corpus.load(paths, limits):
-        if isinstance(item, Rejected):
-            report.rejected.append(item)
-        else:
-            yield replace(item, library=library)
-
-
 def _capped(batch: list[Abstract], room: int | None, report: IngestReport) -> list[Abstract]:
     """The first ``room`` abstracts of the batch (all when ``room`` is None); the others are
     rejected because the library is full."""
     if room is None or len(batch) <= room:
         return batch
-    report.rejected += [
-        Rejected(a.source, None, f"not added: the library is full ({a.title[:60]!r}); remove papers or raise "
-                 "ASSISTANT_LIBRARY_MAX_ABSTRACTS")
-        for a in batch[room:]
-    ]
+    for a in batch[room:]:
+        report.reject(Rejected(a.source, None, f"not added: the library is full ({a.title[:60]!r}); remove papers "
+                               "or raise ASSISTANT_LIBRARY_MAX_ABSTRACTS"))
     return batch[:room]
+
+
+class _Writer:
+    """Embeds and commits batches of one library, within its room."""
+
+    def __init__(self, store: ChromaStore, embedder: Embedder, settings: Settings, report: IngestReport,
+                 library: str, limit: int | None) -> None:
+        self.store, self.embedder, self.settings, self.report = store, embedder, settings, report
+        self.dedup = _Deduplicator(store, report, tuple(dict.fromkeys((library, SHARED))))
+        self.room = None if limit is None else max(0, limit - store.library_count(library))
+
+    def write(self, loaded: list[Abstract]) -> None:
+        batch = _capped(self.dedup.new(loaded), self.room, self.report)
+        if not batch:
+            return
+        if self.room is not None:
+            self.room -= len(batch)
+        chunks, owners = [], []
+        for position, abstract in enumerate(batch):
+            pieces = chunk(abstract, self.settings.chunk_size, self.settings.chunk_overlap)
+            chunks += pieces
+            owners += [position] * len(pieces)
+        by_id = {a.key: a for a in batch}
+        vectors = self.embedder.embed([embedding_text(by_id[c.abstract_id], c) for c in chunks])
+        self.store.begin(batch, _mean_vectors(vectors, owners, len(batch)))
+        self.store.add_chunks(chunks, vectors, by_id)
+        self.store.commit(batch)
+        self.report.added += len(batch)
+        self.report.chunks += len(chunks)
 
 
 def ingest(
@@ -106,44 +117,60 @@ def ingest(
     embedder: Embedder,
     settings: Settings,
     progress: bool = False,
-    on_batch: Callable[[int, int | None], None] | None = None,
+    on_progress: Callable[[IngestProgress], None] | None = None,
     library: str = SHARED,
     limit: int | None = None,
 ) -> IngestReport:
     """Index every new abstract found under ``paths`` into ``library``; return what happened.
 
-    Files are read as a stream, a batch at a time, so a 50,000-record export is never held
-    whole. ``on_batch(added, None)`` is called after each committed batch (e.g. for a UI;
-    the total is not known until the files have been read). With a ``limit``, the library
-    holds at most that many abstracts: those beyond it are rejected.
+    Files are read one at a time as a stream, a batch at a time, so a folder of PubMed
+    baseline files is never held whole. Each finished file is noted (`Checkpoint`): an ingest
+    killed midway and run again with the same paths resumes at the first unfinished file.
+    ``on_progress`` gets an `IngestProgress` after each batch and file; ``progress`` shows one
+    as a bar on stderr. With a ``limit``, the library holds at most that many abstracts:
+    those beyond it are rejected.
     """
     started = time.perf_counter()
-    report = IngestReport()
+    paths, report = list(paths), IngestReport()
     store.recover()
-    dedup = _Deduplicator(store, report, tuple(dict.fromkeys((library, SHARED))))
-    room = None if limit is None else max(0, limit - store.library_count(library))
-    bar = tqdm(unit="abstract", desc="ingest", disable=not progress)
-    for loaded in _batches(_loaded(paths, settings, report, library), settings.ingest_batch_size):
-        batch = _capped(dedup.new(loaded), room, report)
-        if not batch:
+    checkpoint = Checkpoint(settings.data_dir / f"{settings.collection}.ingest-checkpoint.json")
+    finished = checkpoint.start(paths, library)
+    found = list(corpus.sources(paths))
+    files = [item for item in found if isinstance(item, Source)]
+    meter = IngestProgress(files_total=len(files), bytes_total=sum(f.size for f in files))
+    bar = tqdm(total=meter.bytes_total, unit="B", unit_scale=True, desc="ingest", disable=not progress)
+    writer = _Writer(store, embedder, settings, report, library, limit)
+    limits = corpus.RecordLimits(settings.max_record_tokens, settings.truncate_long_records)
+    current: Source | None = None  # the file being read
+
+    def tell() -> None:
+        meter.added, meter.seconds = report.added, time.perf_counter() - started
+        bar.update(meter.bytes_done + (current.meter.position if current else 0) - bar.n)
+        bar.set_postfix_str(meter.line())  # redrawn after every batch: a slow file still shows life
+        if on_progress:
+            on_progress(meter)
+
+    for item in found:
+        if isinstance(item, Rejected):
+            report.reject(item)
             continue
-        if room is not None:
-            room -= len(batch)
-        chunks, owners = [], []
-        for position, abstract in enumerate(batch):
-            pieces = chunk(abstract, settings.chunk_size, settings.chunk_overlap)
-            chunks += pieces
-            owners += [position] * len(pieces)
-        by_id = {a.key: a for a in batch}
-        vectors = embedder.embed([embedding_text(by_id[c.abstract_id], c) for c in chunks])
-        store.begin(batch, _mean_vectors(vectors, owners, len(batch)))
-        store.add_chunks(chunks, vectors, by_id)
-        store.commit(batch)
-        report.added += len(batch)
-        report.chunks += len(chunks)
-        bar.update(len(batch))
-        if on_batch:
-            on_batch(report.added, None)
+        if item.fingerprint in finished:
+            report.resumed_files += 1
+        else:
+            current = item
+            records = corpus.read(item, limits)
+            while loaded := list(islice(records, settings.ingest_batch_size)):
+                meter.records += len(loaded)
+                for rejected in (r for r in loaded if isinstance(r, Rejected)):
+                    report.reject(rejected)
+                writer.write([replace(a, library=library) for a in loaded if isinstance(a, Abstract)])
+                tell()
+            checkpoint.finished_file(item.fingerprint)
+            current = None
+        meter.files_done += 1
+        meter.bytes_done += item.size
+        tell()
+    checkpoint.finish()
     bar.close()
     report.seconds = time.perf_counter() - started
     return report
