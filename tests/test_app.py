@@ -20,10 +20,11 @@ import pytest
 import assistant  # noqa: F401 - sets HF_HUB_OFFLINE before gradio_client is imported
 
 from browser import CHROMIUM, CHROMIUM_FLAGS, Watched, start_app, stop
-from conftest import free_port
+from conftest import ChromaServer, free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
+FORMATS = ROOT / "tests" / "data" / "formats"
 QUESTION = "What technique did the Pangu Ultra team introduce to eliminate loss spikes?"
 PANGU_FILE, OTHER_FILE = "000_f4a0e3667c329c35.txt", "003_459aabd20c272f9c.txt"
 XSS_TITLE = '<img src=x onerror="window.__xss=1;alert(1)"> Krypton-selective hexagonal zeolite membranes'
@@ -152,6 +153,38 @@ def test_login_is_required_when_configured(tmp_path: Path) -> None:
         assert "No indexed abstract is close enough" in reply_text(chat)  # the index is empty: an abstention, not an error
     finally:
         stop(process)
+
+
+@pytest.mark.slow
+def test_two_app_replicas_on_one_chroma_server_find_what_either_adds(tmp_path: Path) -> None:
+    """Two app processes, their own data dirs, one `chroma run` server: a gzipped PubMed file
+    uploaded to one is found by the other's search within a minute."""
+    import gzip
+
+    from gradio_client import Client, handle_file
+
+    server = ChromaServer(tmp_path / "server").start()
+    settings = {"auto_ingest": "false", "chroma_host": "127.0.0.1", "chroma_port": str(server.port)}
+    first, first_url = start_app(tmp_path / "first", tmp_path / "first.log", **settings)
+    second, second_url = start_app(tmp_path / "second", tmp_path / "second.log", **settings)
+    try:
+        query = "intermittent fasting insulin sensitivity prediabetes"
+        reader = Client(second_url, verbose=False)
+        assert reader.predict(query, 5, api_name="/search")[1] == []
+        upload = tmp_path / "pubmed25n0001.xml.gz"
+        upload.write_bytes(gzip.compress((FORMATS / "pubmed.xml").read_bytes()))
+        report, *_ = Client(first_url, verbose=False).predict(
+            [handle_file(str(upload))], False, "All sources", "All sources", api_name="/add_papers")
+        assert "pubmed25n0001.xml.gz" in report and "added 2 abstracts" in report
+        deadline, found = time.monotonic() + 60, []
+        while time.monotonic() < deadline and not found:
+            found = [r for r in reader.predict(query, 5, api_name="/search")[1] if r["id"] == "pmid:99000001"]
+            time.sleep(0.5)
+        assert found and found[0]["source"] == "pubmed25n0001.xml.gz"
+    finally:
+        stop(first)
+        stop(second)
+        server.stop()
 
 
 @pytest.fixture(scope="module")

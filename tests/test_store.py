@@ -1,14 +1,19 @@
-"""The Chroma store: a real `chroma run` server, the embedder-mismatch error, cosine space."""
+"""The Chroma store: a real `chroma run` server, replicas sharing one, the embedder-mismatch
+error, cosine space."""
 
 from __future__ import annotations
 
+import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from assistant import Abstract, Assistant, Chunk
+from assistant import Abstract, Assistant, Chunk, corpus
+from assistant.index import store as store_module
+from assistant.index.chunking import chunk
 from assistant.index.store import ChromaStore, EmbedderMismatchError, StoreError
 from assistant.settings import BUNDLED_CORPUS, Settings
 
@@ -40,6 +45,65 @@ def test_ingest_into_a_chroma_server(chroma_server: int, tmp_path: Path) -> None
     assert (from_zotero.added, from_zotero.by_identifier) == (1, 1)
     [stored] = assistant.store.get_abstracts(["pmid:99000001"]).values()
     assert (stored.doi, stored.pmid, stored.arxiv_id) == ("10.5555/exmp.2024.001", "99000001", None)
+
+
+def _papers(path: Path, prefix: str, count: int, topic: str) -> Path:
+    rows = [{"id": f"{prefix}{n}", "title": f"{topic.capitalize()} study {n}",
+             "abstract": f"We measure how {topic} changes with temperature in sample {n}, across {n + 3} trials."}
+            for n in range(count)]
+    path.write_text("\n".join(map(json.dumps, rows)))
+    return path
+
+
+@pytest.mark.slow
+def test_replicas_with_their_own_data_dirs_find_what_the_other_ingests(
+    chroma_server: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two views of one Chroma server with their own data dirs (so their own lexical indexes),
+    as two app processes would be: what one ingests the other finds, on both sides, at its next
+    look at the index, by adding the new abstracts to its lexical index, not rebuilding it."""
+    common = {"chroma_host": "127.0.0.1", "chroma_port": chroma_server, "auto_ingest": False}
+    one = Assistant(data_dir=tmp_path / "one", **common)
+    other = Assistant(data_dir=tmp_path / "other", **common)
+    one.ingest([_papers(tmp_path / "seed.jsonl", "seed", 20, "graphene conductivity")])
+    assert len(other.search("graphene conductivity temperature", k=30)) == 20  # its lexical index built here
+    rebuilds = []
+    monkeypatch.setattr(other.bm25, "build", lambda abstracts: rebuilds.append(list(abstracts)))
+    new = tmp_path / "new.jsonl"
+    new.write_text(json.dumps({"id": "zorb", "title": "Zorbulite lattices",
+                               "abstract": "Zorbulite lattices conduct heat anisotropically below 40 kelvin."}))
+    assert one.ingest([new]).added == 1
+    deadline, hits = time.monotonic() + 60, []
+    while time.monotonic() < deadline and not (hits := [h for h in other.search("zorbulite lattice heat", k=5)
+                                                        if h.abstract.id == "zorb" and h.lexical is not None]):
+        time.sleep(0.5)
+    [hit] = hits
+    assert hit.dense is not None, "found by both sides"
+    assert rebuilds == [] and len(other.bm25.ids) == 21
+
+
+@pytest.mark.slow
+def test_recovery_leaves_another_replicas_batch_being_written_and_clears_a_stale_one(
+    chroma_server: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    common = {"chroma_host": "127.0.0.1", "chroma_port": chroma_server, "auto_ingest": False}
+    one = Assistant(data_dir=tmp_path / "one", **common)
+    other = Assistant(data_dir=tmp_path / "other", **common)
+    batch = [a for a in corpus.load([_papers(tmp_path / "b.jsonl", "b", 3, "perovskite stability")])
+             if isinstance(a, Abstract)]
+    pieces = [c for a in batch for c in chunk(a, 128, 16)]
+    vectors = one.embedder.embed([c.text for c in pieces])
+    one.store.begin(batch, vectors[: len(batch)])  # one is mid-batch ...
+    one.store.add_chunks(pieces, vectors, {a.key: a for a in batch})
+    other.ingest([_papers(tmp_path / "c.jsonl", "c", 2, "zeolite adsorption")])  # ... when the other ingests
+    one.store.commit(batch)
+    assert one.store.indexed_ids(a.key for a in batch) == {"b0", "b1", "b2"}
+    assert one.store.chunk_count() == len(pieces) + 2
+
+    one.store.begin(batch[:1], vectors[:1])  # pending again: a writer that died mid-batch ...
+    assert other.store.recover() == 0
+    monkeypatch.setattr(store_module, "STALE_PENDING_SECONDS", -1)  # ... long enough ago
+    assert other.store.recover() == 1 and one.store.indexed_ids(["b0"]) == set()
 
 
 def test_unreachable_chroma_server_is_a_clear_error(tmp_path: Path) -> None:

@@ -9,7 +9,9 @@ Two collections per index:
   index made the ledger's writes 2-3x slower and its files 40% larger. Its ``status``
   field is the commit marker that makes ingest crash-safe: an abstract is written as
   ``pending`` before its chunks and flipped to ``done`` after.
-  `recover` deletes whatever a killed ingest left pending, chunks included.
+  `recover` deletes whatever a killed ingest left pending, chunks included: at once when this
+  data dir wrote it (its file lock means that writer is gone), after `STALE_PENDING_SECONDS`
+  when another replica of a shared Chroma server did (it may still be writing).
   The ledger's collection metadata holds a ``generation`` token that every commit,
   recovery and reset renews: other processes compare it to notice that the index changed
   (counting the collections instead took 340 ms at a million abstracts).
@@ -32,6 +34,8 @@ import errno
 import functools
 import inspect
 import json
+import socket
+import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -54,6 +58,7 @@ LIBRARIES = 1  # ledger metadata flag: every record carries its library
 _PAGE = 5000
 IDENTIFIERS = ("doi", "pmid", "arxiv_id")  # ledger fields that identify a paper across exports
 _KEY_KIND = {"doi": "doi", "pmid": "pmid", "arxiv": "arxiv_id"}  # `identifiers.keys` prefix -> field
+STALE_PENDING_SECONDS = 600  # a batch is pending for the seconds its writes take; older: its writer died
 
 
 class StoreError(RuntimeError):
@@ -137,8 +142,9 @@ def _client(settings: Settings) -> Any:
     return chromadb.PersistentClient(path=str(settings.chroma_dir), settings=chroma_settings)
 
 
-def _abstract_metadata(abstract: Abstract) -> dict[str, Any]:
-    """A ledger record's metadata, as written by `begin`: pending until `commit`."""
+def _abstract_metadata(abstract: Abstract, pending: dict[str, Any]) -> dict[str, Any]:
+    """A ledger record's metadata, as written by `begin`: ``pending`` (`ChromaStore._pending`)
+    until `commit`."""
     metadata: dict[str, Any] = {
         "text": abstract.text,
         "title": abstract.title,
@@ -146,7 +152,7 @@ def _abstract_metadata(abstract: Abstract) -> dict[str, Any]:
         "source": abstract.source,
         "authors": json.dumps(list(abstract.authors)),
         "extra": json.dumps(abstract.extra),
-        "status": PENDING,
+        **pending,
         "library": abstract.library,
     }
     if abstract.key != abstract.id:
@@ -209,6 +215,7 @@ class ChromaStore:
         self.client = _client(settings)
         self._max_batch: int | None = None
         self._written = ""  # the last generation token this store wrote
+        self.writer = f"{socket.gethostname()}:{settings.data_dir.resolve()}"  # who writes: one data dir at a time
         self._open()
 
     def _open(self) -> None:
@@ -314,7 +321,7 @@ class ChromaStore:
         for part in self._batches(len(abstracts)):
             self.abstracts.upsert(
                 ids=[a.key for a in abstracts[part]],
-                metadatas=[_abstract_metadata(a) for a in abstracts[part]],
+                metadatas=[_abstract_metadata(a, self._pending()) for a in abstracts[part]],
                 embeddings=vectors[part],
             )
 
@@ -350,10 +357,20 @@ class ChromaStore:
             self.abstracts.update(ids=ids, metadatas=[{"status": DONE}] * len(ids))
         self._renew_generation()
 
+    def _pending(self) -> dict[str, Any]:
+        """The status of a record being written: pending, by this data dir's writer, since now."""
+        return {"status": PENDING, "writer": self.writer, "since": int(time.time())}
+
     @_explained
     def recover(self) -> int:
-        """Delete what a killed ingest left behind (pending abstracts and their chunks)."""
-        pending = self.abstracts.get(where={"status": PENDING}, include=[])["ids"]
+        """Delete what a killed ingest left behind (pending abstracts and their chunks): this
+        data dir's at once, another replica's once stale (`STALE_PENDING_SECONDS`)."""
+        found = self.abstracts.get(where={"status": PENDING}, include=["metadatas"])
+        stale_before = time.time() - STALE_PENDING_SECONDS
+        pending = [
+            key for key, metadata in zip(found["ids"], found["metadatas"], strict=True)
+            if metadata.get("writer", self.writer) == self.writer or metadata.get("since", 0) < stale_before
+        ]
         for start in range(0, len(pending), _PAGE):
             ids = pending[start : start + _PAGE]
             self.chunks.delete(where={"document_id": {"$in": ids}})
@@ -458,7 +475,7 @@ class ChromaStore:
         keys = self.abstracts.get(where={"library": library}, include=[])["ids"]
         for start in range(0, len(keys), _PAGE):
             part = keys[start : start + _PAGE]
-            self.abstracts.update(ids=part, metadatas=[{"status": PENDING}] * len(part))
+            self.abstracts.update(ids=part, metadatas=[self._pending()] * len(part))
         self.chunks.delete(where={"library": library})
         for start in range(0, len(keys), _PAGE):
             self.abstracts.delete(ids=keys[start : start + _PAGE])
