@@ -111,6 +111,10 @@ class Settings(BaseSettings):
     embed_threads: int = Field(
         default=0, description="onnxruntime intra-op threads for the local embedder (0: all cores)."
     )
+    embed_concurrency: int = Field(
+        default=4, ge=1, description="Requests in flight at once to an OpenAI-compatible embedding server "
+        "(a GPU server embeds a batch in milliseconds; one request at a time leaves it waiting).",
+    )
 
     # Chunking
     chunk_size: int = Field(

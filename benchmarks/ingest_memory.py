@@ -6,7 +6,10 @@ Writes PubMed XML files of each size (``PubmedArticleSet``; each article a PubMe
 abstract from ``benchmarks/data/pubmedqa`` split into labelled sections, with its own PMID),
 then, each in a fresh process so that each peak RSS is its own:
 
-- **read**: every article through `corpus.load` (parse, map, reject nothing);
+- **read**: every article through `corpus.load` (parse, map, reject nothing), from the plain
+  file, gzipped (``.xml.gz``, as the PubMed baseline ships), and the same abstracts as an
+  OpenAlex snapshot part (gzipped JSON Lines of works with inverted-index abstracts,
+  ``part_000.gz``) and as one JSON document (a list, streamed with ijson);
 - **ingest**: ``--ingest`` articles through `Assistant.ingest` into embedded Chroma, once as
   one file and once as ten files of a tenth each. The index is the same size both ways, so
   any difference in peak RSS is the file's. The vectors are random unit vectors of the
@@ -19,8 +22,8 @@ Never part of the test run.
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
-import resource
 import subprocess
 import sys
 import tempfile
@@ -58,6 +61,28 @@ def _article(pmid: int, text: str) -> str:
     )
 
 
+def write_openalex(path: Path, first: int, count: int, document: bool = False) -> None:
+    """The same abstracts as OpenAlex works: gzipped JSON Lines (a snapshot part) or, with
+    ``document``, one JSON list."""
+    texts = [json.loads(line)["text"] for line in PUBMEDQA.read_text().splitlines()]
+
+    def work(n: int) -> dict:
+        inverted: dict[str, list[int]] = {}
+        for position, word in enumerate(texts[n % len(texts)].split()):
+            inverted.setdefault(word, []).append(position)
+        return {"id": f"https://openalex.org/W{first + n}", "title": f"Benchmark work {first + n}",
+                "publication_year": 2020, "abstract_inverted_index": inverted,
+                "authorships": [{"author": {"display_name": "Mark Bench"}}]}
+
+    if document:
+        with path.open("w") as out:
+            out.write("[" + ",\n".join(json.dumps(work(n)) for n in range(count)) + "]")
+        return
+    with gzip.open(path, "wt") as out:
+        for n in range(count):
+            out.write(json.dumps(work(n)) + "\n")
+
+
 def write_xml(path: Path, first: int, count: int) -> None:
     """``count`` articles with PMIDs from ``first``, cycling through the PubMedQA abstracts."""
     texts = [json.loads(line)["text"] for line in PUBMEDQA.read_text().splitlines()]
@@ -81,7 +106,10 @@ class RandomVectors:
 
 
 def _peak_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    """This process's peak RSS (VmHWM: unlike ru_maxrss, not inherited from the parent that
+    started it, which holds the files it wrote)."""
+    status = Path("/proc/self/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:"))) / 1024
 
 
 def child(step: str, files: list[Path], work: Path) -> dict[str, float]:
@@ -122,34 +150,46 @@ def main() -> None:
     for size in [int(s) for s in args.sizes.split(",")]:
         path = work / f"pubmed-{size}.xml"
         write_xml(path, 30_000_000, size)
-        figures = run_child("read", [path], work)
-        megabytes = path.stat().st_size / 2**20
-        details[f"read_{size}"] = {**figures, "file_mb": megabytes}
-        rows.append(row(f"xml_read_{size}", f"read {size:,} PubMed XML articles ({megabytes:.0f} MB file)",
-                        f"peak RSS {figures['peak_mb']:.0f} MB, {figures['seconds']:.1f} s "
-                        f"({figures['abstracts'] / figures['seconds']:.0f} articles/s)"))
-        print(rows[-1]["figure"], rows[-1]["value"], file=sys.stderr)
+        packed = path.with_suffix(".xml.gz")
+        packed.write_bytes(gzip.compress(path.read_bytes()))
+        part, listed = work / f"openalex-{size}" / "part_000.gz", work / f"openalex-{size}.json"
+        part.parent.mkdir(exist_ok=True)
+        write_openalex(part, 30_000_000, size)
+        write_openalex(listed, 30_000_000, size, document=True)
+        for key, what, file in (("xml", "PubMed XML articles", path), ("xml_gz", "PubMed XML articles, gzipped", packed),
+                                ("openalex_gz", "OpenAlex works, a gzipped snapshot part", part),
+                                ("json", "OpenAlex works, one JSON list", listed)):
+            figures = run_child("read", [file], work)
+            megabytes = file.stat().st_size / 2**20
+            details[f"read_{key}_{size}"] = {**figures, "file_mb": megabytes}
+            rows.append(row(f"{key}_read_{size}", f"read {size:,} {what} ({megabytes:.0f} MB file)",
+                            f"peak RSS {figures['peak_mb']:.0f} MB, {figures['seconds']:.1f} s "
+                            f"({figures['abstracts'] / figures['seconds']:.0f} records/s)"))
+            print(rows[-1]["figure"], rows[-1]["value"], file=sys.stderr)
 
     total = args.ingest
     whole = work / f"ingest-whole-{total}.xml"
     write_xml(whole, 40_000_000, total)
     parts = []
     for n in range(10):
-        part = work / f"ingest-part-{n}.xml"
-        write_xml(part, 40_000_000 + n * (total // 10), total // 10)
+        part = work / f"ingest-part-{n}.xml.gz"
+        write_xml(part.with_suffix(""), 40_000_000 + n * (total // 10), total // 10)
+        part.write_bytes(gzip.compress(part.with_suffix("").read_bytes()))
+        part.with_suffix("").unlink()
         parts.append(part)
-    for name, files in (("one file", [whole]), ("ten files", parts)):
-        index = work / f"index-{name.replace(' ', '-')}"
-        figures = run_child("ingest", files, index)
-        details[f"ingest_{name.replace(' ', '_')}"] = figures
-        rows.append(row(f"xml_ingest_{name.replace(' ', '_')}", f"ingest {total:,} articles as {name} (random vectors)",
+    for key, name, files in (("one_file", "one file", [whole]), ("ten_gz_files", "ten gzipped files", parts)):
+        figures = run_child("ingest", files, work / f"index-{key}")
+        details[f"ingest_{key}"] = figures
+        rows.append(row(f"xml_ingest_{key}", f"ingest {total:,} articles as {name} (random vectors)",
                         f"peak RSS {figures['peak_mb']:.0f} MB (after opening the models {figures['before_mb']:.0f} MB), "
                         f"{figures['seconds']:.0f} s, {figures['abstracts']:,} added"))
         print(rows[-1]["figure"], rows[-1]["value"], file=sys.stderr)
     save("ingest_memory", "Memory of reading and ingesting PubMed XML", rows,
-         note="Each figure from its own process. Reading streams the XML (defusedxml iterparse, each article freed); "
-              "ingest reads a batch at a time and keeps only ids and identifiers, so a file's size does not set "
-              "the peak. What still grows with the index is the index itself (Chroma's HNSW graph, BM25).",
+         note="Each figure from its own process. Reading streams the XML (defusedxml iterparse, each article freed), "
+              "gzip as it decompresses, JSON Lines a line at a time and a JSON document a record at a time (ijson); "
+              "ingest reads a file at a time and a batch at a time and holds one batch's ids and identifiers, so a "
+              "file's size does not set the peak. What still grows with the index is the index itself (Chroma's HNSW "
+              "graph, BM25).",
          details=details)
 
 

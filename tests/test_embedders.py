@@ -142,6 +142,11 @@ def test_openai_backend_embeds_through_a_real_compatible_server(tmp_path: Path) 
         assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-4)
         assert vectors[0] @ vectors[1] > vectors[0] @ vectors[2]
         assert embedder.model_id == "openai:e5-passage"
+        texts = [f"paper {n} on {topic}" for n, topic in enumerate(["enzymes", "galaxies", "bridges", "poems"] * 5)]
+        one_at_a_time = embedders.create(Settings(embed_backend="openai", embed_model="e5-passage", embed_concurrency=1,
+                                                  openai_base_url=f"http://127.0.0.1:{port}/v1", embed_batch_size=2))
+        assert embedder.concurrency == 4  # the default: ten requests of two texts, four in flight
+        assert np.allclose(embedder.embed(texts), one_at_a_time.embed(texts), atol=1e-5)  # same vectors, same order
     finally:
         process.terminate()
         process.wait(timeout=30)

@@ -21,7 +21,7 @@ def create(settings: Settings) -> Embedder:
     from assistant.openai_client import make_client
 
     batch_size = settings.embed_batch_size or OpenAIEmbedder.default_batch_size
-    return OpenAIEmbedder(make_client(settings), settings.embed_model, batch_size)
+    return OpenAIEmbedder(make_client(settings), settings.embed_model, batch_size, settings.embed_concurrency)
 
 
 __all__ = ["Embedder", "EmbeddingError", "create"]
