@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -80,6 +81,26 @@ def test_replicas_with_their_own_data_dirs_find_what_the_other_ingests(
     [hit] = hits
     assert hit.dense is not None, "found by both sides"
     assert rebuilds == [] and len(other.bm25.ids) == 21
+
+
+@pytest.mark.slow
+def test_two_replicas_starting_together_on_an_empty_server_index_the_corpus_once(
+    chroma_server: int, tmp_path: Path
+) -> None:
+    """Both start on an empty server and ingest the bundled corpus at once (auto_ingest): their
+    batches of the same papers interleave, and the index ends with every abstract and chunk
+    once, nothing left pending. (The next test pins down the recovery side of such a race.)"""
+    common = {"chroma_host": "127.0.0.1", "chroma_port": chroma_server}
+    replicas = [Assistant(data_dir=tmp_path / name, **common) for name in ("one", "other")]
+    with ThreadPoolExecutor(2) as pool:
+        reports = list(pool.map(lambda replica: replica.ensure_corpus(), replicas))
+    assert all(r is not None for r in reports)
+    store = replicas[0].store
+    unique = {a.id: a for a in corpus.load([BUNDLED_CORPUS]) if isinstance(a, Abstract)}
+    assert store.count() == len(unique) == SAMPLE_UNIQUE
+    assert store.chunk_count() == sum(len(chunk(a, 128, 16)) for a in unique.values())
+    assert len(store.abstracts.get(include=[])["ids"]) == SAMPLE_UNIQUE  # nothing left pending
+    assert len(replicas[1].search("adaptive gradient clipping without batch normalization", k=3)) == 3
 
 
 @pytest.mark.slow
