@@ -213,7 +213,8 @@ class IngestReport:
 @dataclass
 class IngestProgress:
     """How far an ingest has got, passed to its ``on_progress`` after each batch and file: files
-    and bytes (as on disk, compressed) done of the total, records read, abstracts added."""
+    done of the total; bytes (as stored: compressed, for a gzip file) read of those this run
+    reads (files an interrupted run finished are left out); records read; abstracts added."""
 
     files_total: int
     bytes_total: int
@@ -242,7 +243,8 @@ class IngestProgress:
     def line(self) -> str:
         """"file 3 of 1,300 · 41,200 added · 850 records/s · about 2 h 10 min left"."""
         done = self.files_done >= self.files_total
-        parts = [f"{self.files_total:,} files" if done else f"file {self.files_done + 1:,} of {self.files_total:,}",
+        files = f"{self.files_total:,} file{'s' * (self.files_total != 1)}"
+        parts = [files if done else f"file {self.files_done + 1:,} of {self.files_total:,}",
                  f"{self.added:,} added", f"{self.rate:,.0f} records/s"]
         if not done and (eta := self.eta_seconds) is not None:
             hours, minutes = divmod(round(eta / 60), 60)

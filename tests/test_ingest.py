@@ -13,11 +13,14 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from assistant import Assistant, corpus, references
 from assistant.index.chunking import chunk
-from assistant.settings import BUNDLED_CORPUS
+from assistant.index.ingest import ingest as run_ingest
+from assistant.index.store import ChromaStore
+from assistant.settings import BUNDLED_CORPUS, Settings
 from assistant.types import Abstract
 
 from conftest import SAMPLE_UNIQUE
@@ -177,3 +180,31 @@ def test_a_killed_ingest_of_many_files_resumes_at_the_file_it_was_in(tmp_path: P
     assert assistant.store.count() == 240 and len(set(assistant.store.indexed_id_list())) == 240
     again = assistant.ingest([folder])  # a finished ingest leaves nothing to resume: all read again
     assert (again.resumed_files, again.added, again.duplicates) == (0, 0, 240)
+
+
+class _RandomVectors:
+    """A stand-in embedder (this test is about progress accounting, not vectors)."""
+
+    model_id, dimension = "random:test", 8
+
+    def embed(self, texts: list[str]) -> np.ndarray:
+        vectors = np.random.default_rng(0).normal(size=(len(texts), self.dimension)).astype(np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def test_progress_moves_within_a_file_and_ends_at_the_whole(tmp_path: Path) -> None:
+    path = tmp_path / "export.jsonl"
+    rows = [{"id": f"r{n}", "abstract": f"Record {n} studies how sparse and dense retrieval combine on corpus {n}."
+             if n % 100 == 0 else "too short"} for n in range(3000)]
+    path.write_text("\n".join(map(json.dumps, rows)))
+    settings = Settings(data_dir=tmp_path / "index", auto_ingest=False, ingest_batch_size=100)
+    store = ChromaStore(settings, _RandomVectors.model_id)
+    seen: list[tuple[float, str]] = []
+    report = run_ingest([path], store, _RandomVectors(), settings,
+                        on_progress=lambda p: seen.append((p.fraction, p.line())))
+    assert report.added == 30 and report.rejected_count == 2970
+    fractions = [f for f, _ in seen]
+    assert fractions == sorted(fractions) and fractions[-1] == 1.0
+    assert any(0.2 < f < 0.8 for f in fractions), "the bar moves while the file is read, not only at its end"
+    assert seen[-1][1].startswith("1 file · 30 added · ")
+    assert not (tmp_path / "index" / f"{settings.collection}.ingest-checkpoint.json").exists()  # finished: no resume

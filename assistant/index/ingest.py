@@ -142,10 +142,13 @@ def ingest(
     writer = _Writer(store, embedder, settings, report, library, limit)
     limits = corpus.RecordLimits(settings.max_record_tokens, settings.truncate_long_records)
     current: Source | None = None  # the file being read
+    read_bytes = 0  # of the files read to the end
 
     def tell() -> None:
         meter.added, meter.seconds = report.added, time.perf_counter() - started
-        bar.update(meter.bytes_done + (current.meter.position if current else 0) - bar.n)
+        meter.bytes_done = read_bytes + (current.meter.position if current else 0)
+        bar.total = meter.bytes_total
+        bar.update(meter.bytes_done - bar.n)
         bar.set_postfix_str(meter.line())  # redrawn after every batch: a slow file still shows life
         if on_progress:
             on_progress(meter)
@@ -156,6 +159,7 @@ def ingest(
             continue
         if item.fingerprint in finished:
             report.resumed_files += 1
+            meter.bytes_total -= item.size  # the pace and time left are of what this run reads
         else:
             current = item
             records = corpus.read(item, limits)
@@ -166,9 +170,8 @@ def ingest(
                 writer.write([replace(a, library=library) for a in loaded if isinstance(a, Abstract)])
                 tell()
             checkpoint.finished_file(item.fingerprint)
-            current = None
+            current, read_bytes = None, read_bytes + item.size
         meter.files_done += 1
-        meter.bytes_done += item.size
         tell()
     checkpoint.finish()
     bar.close()
