@@ -375,3 +375,13 @@ def test_a_json_document_is_streamed_and_a_break_keeps_the_records_before_it(tmp
     latin = tmp_path / "latin.json"
     latin.write_bytes(json.dumps([{"id": "l", "text": f"Café {TEXT}"}], ensure_ascii=False).encode("cp1252"))
     assert [a.text[:4] for a in corpus.load([latin])] == ["Café"]
+
+
+def test_a_json_file_holding_json_lines_is_read_as_lines_and_a_cut_object_is_named(tmp_path: Path) -> None:
+    lines = tmp_path / "works.json"
+    lines.write_text("\n".join(json.dumps({"id": f"w{n}", "text": TEXT}) for n in range(3)) + "\n")
+    assert [a.id for a in corpus.load([lines])] == ["w0", "w1", "w2"]
+    cut = tmp_path / "page.json"
+    cut.write_text('{"meta": {"count": 1}, "items": [{"id": "x", "text": "' + TEXT)
+    [rejected] = corpus.load([cut])
+    assert rejected.reason.startswith("invalid JSON")

@@ -76,10 +76,18 @@ def _convert(record: object, source: Source, line: int | None, limits: RecordLim
 
 def _document(source: Source, limits: RecordLimits) -> LoadResult:
     """The records of a JSON document, streamed; malformed JSON stops it where it broke,
-    keeping the records before."""
+    keeping the records before. A file of one JSON value per line is read as JSON Lines."""
     where = source.location
-    with open_utf8(source) as stream:
-        prefix = _records_at(_outline(stream))
+    try:
+        with open_utf8(source) as stream:
+            prefix = _records_at(_outline(stream))
+    except ijson.JSONError as error:
+        detail = str(error).splitlines()[0]
+        if "trailing garbage" in detail:  # one value after another: JSON Lines named .json
+            yield from _lines(source, limits)
+        else:
+            yield Rejected(where, None, f"invalid JSON: {detail}")
+        return
     if prefix is None:
         yield Rejected(where, None, "no list of records found in the JSON document")
         return
