@@ -45,23 +45,30 @@ class NotTextError(ValueError):
     """The file holds binary data (compressed, an office document, ...), not text."""
 
 
-def decode(data: bytes) -> str:
-    """Bytes as text in the encoding they most likely have.
+def _encoding(data: bytes, head: bool = False) -> str:
+    """The encoding bytes most likely have.
 
     UTF-8 (with or without a BOM) and UTF-16 with a BOM (spreadsheet "Unicode text"
-    exports) are decoded as such. Bytes with no valid UTF-8 multi-byte character are taken
-    to be Windows-1252/Latin-1, the usual single-byte export, so "caf\xe9" reads as "café";
-    otherwise stray bytes in UTF-8 become U+FFFD.
+    exports) are read as such. Bytes with no valid UTF-8 multi-byte character are taken to be
+    Windows-1252/Latin-1, the usual single-byte export, so "caf\xe9" reads as "café";
+    otherwise stray bytes in UTF-8 become U+FFFD. For a file's ``head``, a character cut
+    where the head ends does not count against UTF-8.
     """
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        return data.decode("utf-16", errors="replace")
+        return "utf-16"
     try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError:
-        utf8 = data.decode("utf-8-sig", errors="replace")
-    if any(ord(char) > 127 and char != "\ufffd" for char in utf8):
-        return utf8
-    return data.decode("cp1252", errors="replace")
+        data.decode("utf-8-sig")
+        return "utf-8-sig"
+    except UnicodeDecodeError as error:
+        if head and error.start >= len(data) - 3:
+            return "utf-8-sig"
+    utf8 = data.decode("utf-8-sig", errors="replace")
+    return "utf-8-sig" if any(ord(char) > 127 and char != "\ufffd" for char in utf8) else "cp1252"
+
+
+def decode(data: bytes) -> str:
+    """Bytes as text in the encoding they most likely have (`_encoding`)."""
+    return data.decode(_encoding(data), errors="replace")
 
 
 def _check_text(head: bytes) -> None:
@@ -79,20 +86,6 @@ def read_text(source: Source) -> str:
     return decode(data)
 
 
-def _encoding(head: bytes) -> str:
-    """The encoding `decode` would choose, judged from a file's first bytes."""
-    if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-        return "utf-16"
-    try:
-        head.decode("utf-8-sig")
-        return "utf-8-sig"
-    except UnicodeDecodeError as error:
-        if error.start >= len(head) - 3:  # a character cut where the head ends
-            return "utf-8-sig"
-    utf8 = head.decode("utf-8-sig", errors="replace")
-    return "utf-8-sig" if any(ord(char) > 127 and char != "\ufffd" for char in utf8) else "cp1252"
-
-
 @contextmanager
 def open_text(source: Source) -> Iterator[TextIO]:
     """A file as a text stream, read as it comes (a big JSON file is never held whole), in the
@@ -101,7 +94,7 @@ def open_text(source: Source) -> Iterator[TextIO]:
         head = stream.read(65536)
     _check_text(head)
     with source.open() as stream:
-        yield io.TextIOWrapper(stream, encoding=_encoding(head), errors="replace")
+        yield io.TextIOWrapper(stream, encoding=_encoding(head, head=True), errors="replace")
 
 
 class _Utf8(io.RawIOBase):
