@@ -46,12 +46,12 @@ Turn = dict[str, str]
 def index_view(assistant: Assistant) -> tuple[str, list[str]]:
     """The status line (abstracts indexed, the model that answers) and the source
     filter's options (all sources, then each indexed file), from one read of the index."""
-    stats, s = assistant.stats(), assistant.settings
+    sources, s = assistant.sources(), assistant.settings
     status = (
-        f"**Abstract Assistant** · {stats['abstracts']:,} abstracts indexed · "
+        f"**Abstract Assistant** · {sum(sources.values()):,} abstracts indexed · "
         f"answers by `{html.escape(s.llm_model)}` ({s.llm_backend})"
     )
-    return status, [ALL_SOURCES, *stats["by_source"]]
+    return status, [ALL_SOURCES, *sources]
 
 
 def answerable_examples(assistant: Assistant) -> list[str]:

@@ -26,7 +26,7 @@ from assistant.types import Retrieved, findings_lines
 def _ingest(assistant: Assistant, args: argparse.Namespace) -> int:
     report = assistant.ingest(args.paths, progress=not args.quiet, library=args.library)
     print(report.summary())
-    print(f"{'you now see' if assistant.settings.user else 'index now holds'} {assistant.stats()['abstracts']} abstracts")
+    print(f"{'you now see' if assistant.settings.user else 'index now holds'} {sum(assistant.sources().values())} abstracts")
     return 0
 
 
@@ -161,7 +161,7 @@ def _ask(assistant: Assistant, args: argparse.Namespace) -> int:
 
 def _chat(assistant: Assistant, args: argparse.Namespace) -> int:
     conversation = assistant.chat()
-    print(f"Chat with {assistant.stats()['abstracts']} abstracts. An empty line ends the chat.")
+    print(f"Chat with {sum(assistant.sources().values())} abstracts. An empty line ends the chat.")
     while True:
         try:
             question = input("\n> ")

@@ -13,9 +13,11 @@ case-blind, so "LIMIT" (a benchmark's name) counts as the common word "limit"; t
 retriever's subject detection asks this list instead.
 
 It is derived data: built from the abstracts committed in Chroma and saved under the data
-directory beside them, with the ids it covers and their token ids (`bm25_arrays`).
-Whenever the saved copy does not cover exactly the committed abstracts, it is brought in
-step with Chroma: after an ingest only the new abstracts are read and tokenized; after a
+directory beside them, with the ids it covers, their token ids (`bm25_arrays`) and a
+ledger generation (`ChromaStore.change_stamp`) at which the committed abstracts were
+exactly these: an index opened at that generation is known to be in step without listing
+the ledger (6 s and 2.7 GB at a million abstracts). Whenever the saved copy does not cover exactly the committed abstracts, it is
+brought in step with Chroma: after an ingest only the new abstracts are read and tokenized; after a
 reset, a crash, or a Chroma server that another machine filled, all are, streamed from Chroma
 a page at a time (only their keys, sources, libraries, years and acronyms are held).
 Abstracts are known by `Abstract.key`; `visible` masks the libraries a user may see.
@@ -26,12 +28,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import pickle
 import re
 import shutil
 import struct
 import zipfile
 from array import array
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -49,6 +53,7 @@ _PHRASES = "phrases"  # subfolder of the saved index holding the phrase BM25
 _ACRONYMS = "acronyms.npz"
 _FORMAT = 2  # since phrase buckets hash word hashes and token ids are saved; older indexes are rebuilt
 _TOKENS = "tokens.npz"  # every indexed abstract's token ids, so that an update tokenizes only new ones
+_GENERATION = "generation.json"  # {fingerprint, generation}: the ledger at that generation held exactly those ids
 ACRONYM = re.compile(r"\b[A-Z][A-Z0-9]{2,}\b")
 # What reading a damaged saved index raises (truncated by a crash or a full disk, or
 # overwritten): the index is derived data, so it is then rebuilt from Chroma.
@@ -113,6 +118,17 @@ class _AcronymLists:
         return list(self.vocabulary), indptr, row_ids[order].astype(np.int32)
 
 
+def _mapped(folder: Path) -> tuple[bm25s.BM25, bm25s.BM25 | None]:
+    """The saved word and phrase BM25s (no phrase one if none was saved), their score
+    matrices memory-mapped, not read: a search touches only its terms' postings, so the
+    matrices (about 2 GB at a million abstracts) stay in the page cache, shared by every
+    process serving the index, instead of in each one's memory. A save replaces the files
+    (new inodes), so a process still mapping the old ones reads them until it loads anew."""
+    phrases = folder / _PHRASES
+    words = bm25s.BM25.load(str(folder), mmap=True)
+    return words, bm25s.BM25.load(str(phrases), mmap=True) if phrases.exists() else None
+
+
 def _holds(postings: np.ndarray, rows: np.ndarray) -> np.ndarray:
     """For each row, whether the sorted ``postings`` hold it (a binary search: np.isin
     sorts the postings, 60 ms per question for common words at a million abstracts)."""
@@ -139,6 +155,7 @@ class Bm25Index:
         self.phrase_model: bm25s.BM25 | None = None
         self._acronyms: dict[str, np.ndarray] = {}
         self.fingerprint = ""
+        self.generation = ""  # a ledger generation at which exactly these abstracts were committed ("": unknown)
         self._load()
 
     def _load(self) -> None:
@@ -147,15 +164,14 @@ class Bm25Index:
             held = self.model is not None and manifest["fingerprint"] == self.fingerprint
             if manifest["params"] != self.params or held:
                 return  # not ours, or what is loaded already
-            model = bm25s.BM25.load(str(self.folder))
-            phrase_folder = self.folder / _PHRASES
-            phrase_model = bm25s.BM25.load(str(phrase_folder)) if phrase_folder.exists() else None
+            model, phrase_model = _mapped(self.folder)
             with np.load(self.folder / _ACRONYMS) as saved:
                 acronyms = self._split(saved["names"].tolist(), saved["indptr"], saved["rows"])
         except _UNREADABLE:
             return
         self.model, self.phrase_model, self._acronyms = model, phrase_model, acronyms
         self.ids, self.fingerprint = manifest["ids"], manifest["fingerprint"]
+        self.generation = self._claimed()
         self._rows = {i: row for row, i in enumerate(self.ids)}
         self.sources = np.array(manifest["sources"], dtype=object)
         self.libraries = np.array(manifest.get("libraries", [SHARED] * len(self.ids)), dtype=object)
@@ -170,30 +186,43 @@ class Bm25Index:
         """Whether the saved index covers exactly the abstracts with this fingerprint."""
         return self.model is not None and self.fingerprint == ids_fingerprint
 
-    def build(self, abstracts: Iterable[Abstract]) -> None:
+    def built_at(self, generation: str) -> bool:
+        """Whether this index (or the saved one, which another process may have brought in
+        step) is known to cover exactly the abstracts committed at this ledger generation:
+        then they need not be listed."""
+        if generation and self.generation != generation:
+            self._load()
+            self.generation = self._claimed()
+        return bool(generation) and self.model is not None and self.generation == generation
+
+    def build(self, abstracts: Iterable[Abstract], generation: str = "") -> None:
         """Index these abstracts and save, replacing the previous index. They may be a
         stream (read from Chroma a page at a time): they are not all held at once."""
         self._clear()
+        self.generation = generation
         self._add(TokenArrays.empty(), abstracts)
 
-    def update(self, ids: list[str], read: Callable[[list[str]], Iterable[Abstract]]) -> None:
+    def update(self, ids: list[str], read: Callable[[list[str]], Iterable[Abstract]], generation: str = "") -> None:
         """Index exactly the abstracts with these ids, ``read(ids)`` giving their records,
-        possibly as a stream (nothing to do when it already does).
+        possibly as a stream (nothing to do when it already does); ``generation`` is the
+        ledger's, read before the ids were listed (`built_at`).
 
         When the saved index holds some of them and no others (abstracts were added), only
         the new ones are read and tokenized; otherwise (a reset, another machine's index) all
         are. Either way the scores are those of a full build over all of them.
         """
         wanted = fingerprint(ids)
+        if not self.covers(wanted):
+            self._load()  # another process may have brought the saved index in step already
         if self.covers(wanted):
-            return
-        self._load()  # another process may have brought the saved index in step already
-        if self.covers(wanted):
+            self.generation = generation
+            self._claim(self.folder)
             return
         tokens = self._saved_tokens() if set(self.ids) <= set(ids) else None
         if tokens is None:
-            self.build(read(ids))
+            self.build(read(ids), generation)
         else:
+            self.generation = generation
             self._add(tokens, read([i for i in ids if i not in self._rows]))
 
     def _saved_tokens(self) -> TokenArrays | None:
@@ -207,7 +236,7 @@ class Bm25Index:
             return None
 
     def _clear(self) -> None:
-        self.ids, self._rows, self.fingerprint = [], {}, ""
+        self.ids, self._rows, self.fingerprint, self.generation = [], {}, "", ""
         self.sources, self.years = np.array([], dtype=object), np.array([], dtype=np.int32)
         self.libraries = np.array([], dtype=object)
         self.model = self.phrase_model = None
@@ -253,7 +282,8 @@ class Bm25Index:
     def _save(self, tokens: TokenArrays) -> None:
         """Build the score matrices from ``tokens`` (this index's) and replace the saved
         index with them, the tokens, the acronyms and the manifest (written aside, then
-        renamed into place)."""
+        renamed into place); then map the saved matrices (`_mapped`). One matrix is held
+        at a time, while it is built."""
         if not self.ids:
             shutil.rmtree(self.folder, ignore_errors=True)
             return
@@ -261,15 +291,12 @@ class Bm25Index:
         shutil.rmtree(staging, ignore_errors=True)
         staging.mkdir(parents=True)
         np.savez(staging / _TOKENS, fingerprint=np.array(self.fingerprint), **tokens.arrays())
-        self.model = ArrayBM25(k1=self.params["k1"], b=self.params["b"])
-        self.model.index_arrays(tokens)
-        self.model.save(str(staging))
+        self._built(tokens).save(str(staging))
         pairs = tokens.pairs() if self.params["phrases"] else TokenArrays.empty()
         del tokens
         if pairs.vocabulary:  # bm25s cannot index a corpus without a single term
-            self.phrase_model = ArrayBM25(k1=self.params["k1"], b=self.params["b"])
-            self.phrase_model.index_arrays(pairs)
-            self.phrase_model.save(str(staging / _PHRASES))
+            self._built(pairs).save(str(staging / _PHRASES))
+        del pairs
         lengths = [len(rows) for rows in self._acronyms.values()]
         np.savez(
             staging / _ACRONYMS,
@@ -286,8 +313,36 @@ class Bm25Index:
             "years": self.years.tolist(),
         }
         (staging / _MANIFEST).write_text(json.dumps(manifest))
+        self._claim(staging)
         shutil.rmtree(self.folder, ignore_errors=True)
         staging.rename(self.folder)
+        self.model, self.phrase_model = _mapped(self.folder)
+
+    def _claim(self, folder: Path) -> None:
+        """Note in ``folder`` that the ledger at ``self.generation`` held exactly this index's
+        abstracts. The note names their fingerprint, so it stays true wherever it lands: in
+        a saved index another process has since replaced, it is ignored (`_claimed`)."""
+        if not self.generation:
+            return
+        note = folder / f"{_GENERATION}.{os.getpid()}"
+        try:
+            note.write_text(json.dumps({"fingerprint": self.fingerprint, "generation": self.generation}))
+            note.replace(folder / _GENERATION)
+        except OSError:  # the saved index was removed meanwhile: the next check lists the ids
+            note.unlink(missing_ok=True)
+
+    def _claimed(self) -> str:
+        """The ledger generation noted for the loaded abstracts ("": none)."""
+        try:
+            note = json.loads((self.folder / _GENERATION).read_text())
+        except (OSError, ValueError):
+            return ""
+        return str(note.get("generation", "")) if note.get("fingerprint") == self.fingerprint else ""
+
+    def _built(self, tokens: TokenArrays) -> ArrayBM25:
+        model = ArrayBM25(k1=self.params["k1"], b=self.params["b"])
+        model.index_arrays(tokens)
+        return model
 
     def search(self, query: str, n: int, mask: np.ndarray | None = None) -> list[tuple[str, float]]:
         """Up to ``n`` (abstract id, BM25 score) pairs with a positive score, best first.
@@ -345,6 +400,11 @@ class Bm25Index:
                 self._visible.clear()
             self._visible[key] = np.isin(self.libraries, list(key[1])).astype(np.float32)
         return self._visible[key]
+
+    def counts_by_source(self, mask: np.ndarray | None = None) -> Counter[str]:
+        """Indexed abstracts per source file (of those ``mask`` allows): 0.1 s at a million
+        abstracts, where reading the ledger's records takes minutes."""
+        return Counter((self.sources if mask is None else self.sources[mask > 0]).tolist())
 
     def library_of(self, key: str) -> str | None:
         """The library of an indexed abstract (None: not indexed here)."""

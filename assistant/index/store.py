@@ -37,7 +37,6 @@ import json
 import socket
 import time
 import uuid
-from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, TypeVar
 
@@ -443,6 +442,11 @@ class ChromaStore:
         return len(self.indexed_id_list())
 
     @_explained
+    def has_abstracts(self) -> bool:
+        """Whether any abstract is fully indexed (one record read, not the whole ledger)."""
+        return bool(self.abstracts.get(where={"status": DONE}, limit=1, include=[])["ids"])
+
+    @_explained
     def chunk_count(self, libraries: Iterable[str] | None = None) -> int:
         """Number of chunk vectors (of these libraries; None: of all)."""
         if libraries is None:
@@ -452,15 +456,6 @@ class ChromaStore:
     def _ledger_pages(self, include: list[str]) -> Iterator[dict[str, Any]]:
         """The whole ledger, page by page."""
         return _pages(self.abstracts, include)
-
-    @_explained
-    def counts_by_source(self, libraries: Iterable[str] | None = None) -> Counter[str]:
-        """Indexed abstracts per source file (of these libraries; None: of all)."""
-        keep = None if libraries is None else set(libraries)
-        return Counter(
-            m["source"] for page in self._ledger_pages(["metadatas"]) for m in page["metadatas"]
-            if m["status"] == DONE and (keep is None or m.get("library", SHARED) in keep)
-        )
 
     @_explained
     def library_count(self, library: str) -> int:
