@@ -1,11 +1,12 @@
 """How ingest and search cost grow with the corpus: 10k, 100k, 1M synthetic abstracts.
 
     python benchmarks/scale.py [--sizes 10000,100000,1000000] [--scifact ../shared/data/scifact]
-                               [--queries 100] [--work DIR] [--ingest-budget-s S] [--resume]
+                               [--queries 100] [--work DIR] [--add 10000] [--ingest-budget-s S] [--resume]
+                               [--steps build,search]
 
 Synthetic abstracts recombine sentences of SciFact abstracts (seeded): 5–9 sentences each,
-the title of a random SciFact paper. Their text is always real, so BM25 sees real term
-statistics. Vectors: up to 10,000 abstracts (``--real-up-to``) the real embedder (all-MiniLM-L6-v2,
+the title of a random SciFact paper, a DOI and a PMID. Their text is always real, so BM25
+sees real term statistics. Vectors: up to 10,000 abstracts (``--real-up-to``) the real embedder (all-MiniLM-L6-v2,
 ONNX) embeds every chunk; above that, each chunk's vector is *sampled*: the real vector
 of a random chunk from a pool of 2,000, plus Gaussian noise (σ 0.02 per dimension),
 renormalised. HNSW, disk and memory then behave as with real vectors, and the run fits
@@ -15,27 +16,31 @@ real model, so search latency includes that cost at every size.
 Each size is built in one process and searched in another, so each peak RSS is its own.
 Build: ingest through `Assistant.ingest` (chunking, ledger, Chroma, BM25; progress in
 ``work/progress-SIZE.log`` as "done total seconds" lines), index size on disk, then the
-cost of adding 100 abstracts to the full index, split into Chroma writes and the BM25
-update; at real-embedder sizes also the embedding throughput inside ingest
-against raw onnxruntime on the same texts. Search: latency p50/p95 of the dense side, the
-BM25 side and the hybrid `search(k=10)` on embedded Chroma, then on the same files served
-by `chroma run`. ``--search-only`` re-measures search on the indexes a previous run left in
-``--work``. A size too large for the time at hand can be built in parts: ``--ingest-budget-s``
-stops its ingest (at a committed batch) and measures the index it reached, which the table
-shows as "N of SIZE"; ``--resume`` continues from there. Never part of the test run.
+cost of adding ``--add`` abstracts to the full index, split into Chroma writes (with their
+embedding) and the BM25 update; at real-embedder sizes also the embedding throughput inside
+ingest against raw onnxruntime on the same texts. Search: start-up (a fresh process to its
+first answered search), latency p50/p95 of the dense side, the BM25 side and the hybrid
+`search(k=10)` on embedded Chroma, the cost of deduplicating one ingest batch against the
+index, then `chroma run` on the same files: its start-up and latencies. ``--steps search``
+re-measures search on the indexes a previous run left in ``--work``; ``--steps ""`` only
+tabulates the results earlier runs left there (sizes built at different times). A size too
+large for the time at hand can be built in parts: ``--ingest-budget-s`` stops its ingest (at
+a committed batch) and measures the index it reached, which the table shows as "N of SIZE";
+``--resume`` continues from there. Never part of the test run.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
-import resource
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -44,8 +49,9 @@ import numpy as np
 from assistant import Abstract, Assistant, corpus, evaluation
 from assistant.corpus.display import sentences
 from assistant.index.embedders import Embedder
+from assistant.index.ingest import _Deduplicator
 from assistant.index.ingest import ingest as run_ingest
-from assistant.types import IngestProgress
+from assistant.types import SHARED, IngestProgress, IngestReport
 from results import row, save
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,7 +59,8 @@ POOL = 2_000
 
 
 def write_corpus(scifact: Path, size: int, path: Path, seed: int, prefix: str = "syn") -> None:
-    """``size`` synthetic abstracts as JSONL, recombined from SciFact's sentences."""
+    """``size`` synthetic abstracts as JSONL, recombined from SciFact's sentences, each with
+    a DOI and a PMID of its own (so that deduplication by identifier has an index to search)."""
     source = [a for a in corpus.load([scifact / "corpus.jsonl"]) if isinstance(a, Abstract)]
     pool = [s for a in source for s in sentences(a.text) if len(s) > 40]
     titles = [a.title for a in source]
@@ -61,7 +68,9 @@ def write_corpus(scifact: Path, size: int, path: Path, seed: int, prefix: str = 
     with path.open("w") as out:
         for i in range(size):
             text = " ".join(rng.sample(pool, rng.randint(5, 9)))
-            out.write(json.dumps({"id": f"{prefix}-{i}", "title": rng.choice(titles), "abstract": text}) + "\n")
+            record = {"id": f"{prefix}-{i}", "title": rng.choice(titles), "abstract": text,
+                      "doi": f"10.5555/{prefix}.{i}", "pmid": str(seed * 10_000_000 + i)}
+            out.write(json.dumps(record) + "\n")
 
 
 class TimedEmbedder:
@@ -167,9 +176,15 @@ class BudgetSpent(Exception):
     """Raised from the progress callback to stop an ingest at its time budget."""
 
 
-def build(size: int, work: Path, scifact: Path, real_up_to: int, resume: bool = False,
+def peak_rss_mb() -> float:
+    """This process's peak RSS (VmHWM: unlike ru_maxrss, not inherited from its parent)."""
+    status = Path("/proc/self/status").read_text()
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:"))) / 1024
+
+
+def build(size: int, work: Path, scifact: Path, real_up_to: int, add: int, resume: bool = False,
           budget_s: float | None = None) -> dict[str, Any]:
-    """Ingest one size: time, throughput, disk; then add 100 more abstracts.
+    """Ingest one size: time, throughput, disk; then add ``add`` more abstracts to it.
 
     From scratch, or with ``resume`` continuing the ingest a stopped run left (the ingest is
     crash-safe, so only committed batches count; the seconds spent before are read from the
@@ -213,31 +228,71 @@ def build(size: int, work: Path, scifact: Path, real_up_to: int, resume: bool = 
         result["embed_in_ingest_chunks_per_s"] = len(embedder.texts) / embedder.seconds
         result["raw_onnx_chunks_per_s"] = raw_onnx_throughput(embedder.inner, embedder.texts[:4000])
     result["disk_mb"] = disk_mb(data)
-    result["ingest_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    result["ingest_peak_rss_mb"] = peak_rss_mb()
 
     extra = work / f"extra-{size}.jsonl"
-    write_corpus(scifact, 100, extra, seed=size + 1, prefix=f"extra{result['indexed']}")
+    write_corpus(scifact, add, extra, seed=size + 1, prefix=f"extra{result['indexed']}")
     started = time.perf_counter()
     run_ingest([extra], assistant.store, assistant.embedder, assistant.settings)
     written = time.perf_counter()
     assistant.refresh_lexical(force=True)
-    result["add_100"] = {"chroma_s": written - started, "bm25_update_s": time.perf_counter() - written}
+    result["add"] = {"abstracts": add, "chroma_s": written - started, "bm25_update_s": time.perf_counter() - written}
+    result["peak_rss_mb"] = peak_rss_mb()
     if not stopped:
         corpus_file.unlink()
     return result
 
 
-def measure(size: int, work: Path, queries: list[str], real_up_to: int) -> dict[str, Any]:
-    """Search latency on one size's index: embedded Chroma, then the same files via `chroma run`."""
+def process_age_s() -> float:
+    """Seconds since this process started (Python's start-up and imports included)."""
+    started_ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+    return float(Path("/proc/uptime").read_text().split()[0]) - started_ticks / os.sysconf("SC_CLK_TCK")
+
+
+def dedup_cost(assistant: Assistant, size: int, scifact: Path, work: Path) -> dict[str, float]:
+    """Milliseconds to deduplicate one ingest batch against the index (median of 5): new
+    abstracts; abstracts already indexed (found by id); the same under other ids (found by
+    DOI and PMID)."""
+    batch_size = assistant.settings.ingest_batch_size
+    probe = work / f"probe-{size}.jsonl"
+    write_corpus(scifact, batch_size, probe, seed=7, prefix="probe")
+    new = [a for a in corpus.load([probe]) if isinstance(a, Abstract)]
+    known = list(assistant.store.read_abstracts(assistant.store.indexed_id_list()[-batch_size:]))
+    batches = {"new": new, "known_by_id": known,
+               "known_by_identifier": [replace(a, id=f"other-{a.id}") for a in known]}
+    costs = {"batch": float(batch_size)}
+    for name, batch in batches.items():
+        times = []
+        for _ in range(5):
+            started = time.perf_counter()
+            _Deduplicator(assistant.store, IngestReport(), (SHARED,)).new(batch)
+            times.append((time.perf_counter() - started) * 1000)
+        costs[name] = sorted(times)[2]
+    return costs
+
+
+def measure(size: int, work: Path, scifact: Path, queries: list[str], real_up_to: int) -> dict[str, Any]:
+    """Start-up, search latency and deduplication cost on one size's index: embedded Chroma,
+    then the same files via `chroma run`."""
+    imported = process_age_s()
     assistant = open_index(size, work, real_up_to, timed=False, searching=True)
-    result: dict[str, Any] = {"embedded": latencies(assistant, queries)}
-    result["search_peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    opened = process_age_s()
+    assistant.search(queries[0], k=10)
+    result: dict[str, Any] = {"startup": {"imports_s": imported, "open_s": opened - imported,
+                                          "first_search_s": process_age_s() - opened, "total_s": process_age_s()}}
+    result["embedded"] = latencies(assistant, queries)
+    result["search_peak_rss_mb"] = peak_rss_mb()
+    result["dedup_ms"] = dedup_cost(assistant, size, scifact, work)
     port = 8500 + size % 997
+    started = time.perf_counter()
     server = chroma_server(work / f"index-{size}" / "chroma", port)
     try:
+        answering = time.perf_counter()
         remote = Assistant(data_dir=work / f"index-{size}", auto_ingest=False, collection="scale",
                            chroma_host="127.0.0.1", chroma_port=port)
         remote.embedder = assistant.embedder
+        remote.search(queries[0], k=10)
+        result["server_startup"] = {"heartbeat_s": answering - started, "first_search_s": time.perf_counter() - answering}
         result["server"] = latencies(remote, queries)
     finally:
         server.terminate()
@@ -246,13 +301,13 @@ def measure(size: int, work: Path, queries: list[str], real_up_to: int) -> dict[
 
 
 def child(step: str, size: int, work: Path, scifact: Path, queries: list[str], real_up_to: int,
-          resume: bool, budget_s: float | None) -> None:
+          add: int, resume: bool, budget_s: float | None) -> None:
     """One step (build or search) for one size; results are merged into work/result-SIZE.json."""
     path = work / f"result-{size}.json"
     if step == "build":
-        path.write_text(json.dumps(build(size, work, scifact, real_up_to, resume, budget_s)))
+        path.write_text(json.dumps(build(size, work, scifact, real_up_to, add, resume, budget_s)))
     else:
-        path.write_text(json.dumps({**json.loads(path.read_text()), **measure(size, work, queries, real_up_to)}))
+        path.write_text(json.dumps({**json.loads(path.read_text()), **measure(size, work, scifact, queries, real_up_to)}))
 
 
 def build_pool(scifact: Path, work: Path) -> None:
@@ -271,12 +326,14 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--work", type=Path, default=None, help="where indexes are built (default: a temp dir)")
     parser.add_argument("--real-up-to", type=int, default=10_000, help="largest size embedded for real")
-    parser.add_argument("--search-only", action="store_true",
-                        help="re-measure search on the indexes a previous run left in --work")
+    parser.add_argument("--steps", default="build,search",
+                        help="what to run for each size: build, search, both, or none (\"\": tabulate earlier results)")
     parser.add_argument("--resume", action="store_true",
                         help="continue the ingest a stopped run left in --work instead of starting over")
     parser.add_argument("--ingest-budget-s", type=float, default=None,
                         help="stop each ingest after this many seconds and measure the size reached")
+    parser.add_argument("--add", type=int, default=10_000,
+                        help="abstracts added to each built index, to time an update")
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--step", choices=["build", "search"], default="build", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -286,7 +343,7 @@ def main() -> None:
     queries = queries[: args.queries]
 
     if args.child is not None:
-        child(args.step, args.child, work, args.scifact, queries, args.real_up_to, args.resume,
+        child(args.step, args.child, work, args.scifact, queries, args.real_up_to, args.add, args.resume,
               args.ingest_budget_s)
         return
 
@@ -297,11 +354,12 @@ def main() -> None:
     for size in sizes:
         print(f"size {size:,}…", file=sys.stderr, flush=True)
         command = [sys.executable, __file__, "--child", str(size), "--work", str(work), "--scifact",
-                   str(args.scifact), "--queries", str(args.queries), "--real-up-to", str(args.real_up_to)]
+                   str(args.scifact), "--queries", str(args.queries), "--real-up-to", str(args.real_up_to),
+                   "--add", str(args.add)]
         command += ["--resume"] * args.resume
         if args.ingest_budget_s is not None:
             command += ["--ingest-budget-s", str(args.ingest_budget_s)]
-        for step in ["search"] if args.search_only else ["build", "search"]:
+        for step in filter(None, args.steps.split(",")):
             finished = subprocess.run(command + ["--step", step], capture_output=True, text=True)
             if finished.returncode != 0:
                 sys.exit(f"size {size:,}, {step} failed:\n{finished.stderr[-3000:]}")
@@ -310,17 +368,20 @@ def main() -> None:
 
     print("\n| abstracts | vectors | chunks | ingest s | abstracts/s | disk MB | peak RSS MB ingest / search | "
           "dense p50/p95 ms | BM25 p50/p95 | hybrid p50/p95 | server hybrid p50/p95 | server dense p50/p95 | "
-          "add 100: Chroma s + BM25 update s |")
-    print("|" + "---|" * 13)
+          "add N: Chroma s + BM25 update s | start-up s: to first search / server first search | "
+          "dedup ms per batch: new / by id / by DOI |")
+    print("|" + "---|" * 15)
     for r in results:
         def pair(side: dict[str, float]) -> str:
             return f"{side['p50_ms']:.0f} / {side['p95_ms']:.0f}"
-        e, s = r["embedded"], r["server"]
+        e, s, d = r["embedded"], r["server"], r["dedup_ms"]
         reached = f"{r['indexed']:,}" + ("" if r["indexed"] >= r["size"] else f" of {r['size']:,}")
         print(f"| {reached} | {r['vectors']} | {r['chunks']:,} | {r['ingest_s']:.0f} | {r['abstracts_per_s']:.1f} | "
               f"{r['disk_mb']:.0f} | {r['ingest_peak_rss_mb']:.0f} / {r['search_peak_rss_mb']:.0f} | {pair(e['dense'])} | {pair(e['bm25'])} | "
               f"{pair(e['hybrid'])} | {pair(s['hybrid'])} | {pair(s['dense'])} | "
-              f"{r['add_100']['chroma_s']:.1f} + {r['add_100']['bm25_update_s']:.1f} |")
+              f"{r['add']['abstracts']:,}: {r['add']['chroma_s']:.1f} + {r['add']['bm25_update_s']:.1f} | "
+              f"{r['startup']['total_s']:.1f} / {r['server_startup']['heartbeat_s'] + r['server_startup']['first_search_s']:.1f} | "
+              f"{d['new']:.0f} / {d['known_by_id']:.0f} / {d['known_by_identifier']:.0f} |")
     for r in results:
         if "raw_onnx_chunks_per_s" in r:
             share = r["embed_in_ingest_chunks_per_s"] / r["raw_onnx_chunks_per_s"]
@@ -329,7 +390,7 @@ def main() -> None:
                   f"(pre-tokenized): {share:.0%}")
     rows = []
     for r in results:
-        e, s = r["embedded"], r["server"]
+        e, s, d, up = r["embedded"], r["server"], r["dedup_ms"], r["startup"]
         at = f"{r['indexed']:,} abstracts ({r['vectors']} vectors)"
         rows += [
             row(f"scale_ingest_{r['size']}", f"{at}: ingest", f"{r['ingest_s']:.0f} s ({r['abstracts_per_s']:.0f} abstracts/s), "
@@ -338,8 +399,15 @@ def main() -> None:
                 f"{e['hybrid']['p50_ms']:.0f} / {e['hybrid']['p95_ms']:.0f} ms, {s['hybrid']['p50_ms']:.0f} / "
                 f"{s['hybrid']['p95_ms']:.0f} ms"),
             row("", f"{at}: dense / BM25 side p95", f"{e['dense']['p95_ms']:.0f} / {e['bm25']['p95_ms']:.0f} ms"),
-            row("", f"{at}: adding 100 abstracts, Chroma + BM25 update",
-                f"{r['add_100']['chroma_s']:.1f} + {r['add_100']['bm25_update_s']:.1f} s"),
+            row("", f"{at}: peak RSS while searching", f"{r['search_peak_rss_mb']:.0f} MB"),
+            row("", f"{at}: adding {r['add']['abstracts']:,} abstracts, Chroma + BM25 update",
+                f"{r['add']['chroma_s']:.1f} + {r['add']['bm25_update_s']:.1f} s (peak RSS {r['peak_rss_mb']:.0f} MB)"),
+            row("", f"{at}: start-up to the first search answered (Python and imports + opening + first search)",
+                f"{up['total_s']:.1f} s ({up['imports_s']:.1f} + {up['open_s']:.1f} + {up['first_search_s']:.1f})"),
+            row("", f"{at}: `chroma run` on the index: answering its heartbeat + the first search",
+                f"{r['server_startup']['heartbeat_s']:.1f} + {r['server_startup']['first_search_s']:.1f} s"),
+            row("", f"{at}: deduplicating one batch of {d['batch']:.0f}: new / indexed (by id) / indexed under other ids (by DOI, PMID)",
+                f"{d['new']:.0f} / {d['known_by_id']:.0f} / {d['known_by_identifier']:.0f} ms"),
         ]
         if "raw_onnx_chunks_per_s" in r:
             rows.append(row("", f"{at}: embedding inside ingest / raw onnxruntime",
