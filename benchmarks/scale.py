@@ -334,6 +334,7 @@ def main() -> None:
                         help="stop each ingest after this many seconds and measure the size reached")
     parser.add_argument("--add", type=int, default=10_000,
                         help="abstracts added to each built index, to time an update")
+    parser.add_argument("--note", default="", help="how the run went (shown with its figures): what else ran, resumes")
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--step", choices=["build", "search"], default="build", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -412,7 +413,7 @@ def main() -> None:
         if "raw_onnx_chunks_per_s" in r:
             rows.append(row("", f"{at}: embedding inside ingest / raw onnxruntime",
                             f"{r['embed_in_ingest_chunks_per_s']:.0f} / {r['raw_onnx_chunks_per_s']:.0f} chunks/s"))
-    save("scale", "Scale: synthetic corpora recombined from SciFact", rows)
+    save("scale", "Scale: synthetic corpora recombined from SciFact", rows, note=args.note)
 
 
 if __name__ == "__main__":
