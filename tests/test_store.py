@@ -9,6 +9,7 @@ from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -171,10 +172,88 @@ def test_ledger_keeps_abstract_text_out_of_chroma_documents(tmp_path: Path) -> N
     assert assistant.store.get_abstracts(["a"])["a"].text == "An abstract about protein folding with transformers."
 
 
-def test_collections_use_cosine_distance(tmp_path: Path) -> None:
+FORMATS = Path(__file__).parent / "data" / "formats"
+
+
+def test_deduplication_by_identifier_reads_by_id_and_counts_done_abstracts_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finding a DOI or PMID already indexed reads identity records by id: Chroma scans the
+    whole collection for any ``where`` (140 ms a batch at 900,000 abstracts). The record a
+    killed ingest left, or a deleted library's, matches nothing."""
+    assistant = Assistant(data_dir=tmp_path / "index", auto_ingest=False)
+    store = assistant.store
+    killed = Abstract(id="killed", title="", source="s", text="An abstract a killed ingest left.", doi="10.5555/same")
+    store.begin([killed], np.ones((1, 384), dtype=np.float32))
+    assert store.indexed_identity(["doi:10.5555/same"], ["shared"]) == set(), "pending: not indexed yet"
+    assert store.recover() == 1
+    record = {"id": "kept", "title": "Kept", "doi": "10.5555/same", "pmid": "77",
+              "abstract": "A perfectly fine abstract about sparse retrieval models."}
+    source = tmp_path / "one.jsonl"
+    source.write_text(json.dumps(record) + "\n")
+    assert assistant.ingest([source]).added == 1, "the killed ingest's identity record did not count"
+
+    wheres: list[Any] = []
+    for collection in (store.abstracts, store.identities):
+        get = collection.get
+        monkeypatch.setattr(collection, "get", lambda get=get, **kw: (wheres.append(kw.get("where")), get(**kw))[1])
+    keys = ["doi:10.5555/same", "pmid:77", "pmid:78"]
+    assert store.indexed_identity(keys, ["shared", "user:bob"]) == {"doi:10.5555/same", "pmid:77"}
+    assert store.indexed_identity(keys, ["user:bob"]) == set(), "another library's copy is not looked at"
+    assert wheres and not any(wheres), "read by id only"
+    monkeypatch.undo()
+
+    source.write_text(json.dumps({**record, "id": "other-export"}) + "\n")
+    report = assistant.ingest([source])
+    assert (report.added, report.by_identifier) == (0, 1)
+    assert store.delete_library("shared") == 1
+    assert store.identities.count() == 0
+    assert assistant.ingest([source]).added == 1
+
+
+def test_an_index_from_before_identity_records_gets_them_when_opened(tmp_path: Path) -> None:
+    """An index written before identity records existed is read through once when opened,
+    so a paper it holds is still found by its DOI."""
+    assistant = Assistant(data_dir=tmp_path / "index", auto_ingest=False)
+    assert assistant.ingest([FORMATS / "pubmed.xml"]).added == 2
+    store = assistant.store
+    store.client.delete_collection(f"{store.settings.collection}_identities")
+    store.abstracts.modify(metadata={**store.abstracts.metadata, "identities": 0})
+    reopened = Assistant(data_dir=tmp_path / "index", auto_ingest=False)
+    held = sum(len(a.identity) for a in reopened.store.read_abstracts())
+    assert held and reopened.store.identities.count() == held, "one record per DOI and PMID of each paper"
+    from_zotero = reopened.ingest([FORMATS / "library.ris"])  # the fasting trial, found by DOI
+    assert (from_zotero.added, from_zotero.by_identifier) == (1, 1)
+
+
+def test_chunks_use_cosine_distance_and_the_ledger_keeps_no_chunk_vectors(tmp_path: Path) -> None:
+    """Chunk vectors are compared by cosine (Chroma's default is L2). The ledger and the
+    identity records hold one-number placeholders: Chroma reads a collection's vectors whole
+    at its first read, and nothing searches these two."""
+    source = tmp_path / "one.jsonl"
+    source.write_text('{"id": "a", "doi": "10.5555/a", "text": "An abstract about protein folding with transformers."}\n')
+    assistant = Assistant(data_dir=tmp_path / "index", auto_ingest=False)
+    assert assistant.ingest([source]).added == 1
+    store = assistant.store
+    assert store.chunks.configuration_json["hnsw"]["space"] == "cosine"
+    assert len(store.chunks.get(limit=1, include=["embeddings"])["embeddings"][0]) == 384
+    for collection in (store.abstracts, store.identities):
+        assert len(collection.get(include=["embeddings"])["embeddings"][0]) == 1
+
+
+def test_a_ledger_of_format_2_keeps_its_mean_vectors(tmp_path: Path) -> None:
+    """An index whose ledger holds mean chunk vectors (format 2, before placeholders) is
+    still written to in its own format: Chroma refuses vectors of another dimension."""
     store = ChromaStore(Settings(data_dir=tmp_path), embedder_id="any")
-    for collection in (store.chunks, store.abstracts):
-        assert collection.configuration_json["hnsw"]["space"] == "cosine"
+    store.client.delete_collection(store.abstracts.name)
+    store.client.create_collection(store.abstracts.name, configuration={"hnsw": {"space": "cosine"}},
+                                   metadata={"embedder": "any", "format": 2, "libraries": 1, "identities": 1})
+    store = ChromaStore(Settings(data_dir=tmp_path), embedder_id="any")
+    first = Abstract(id="a", title="", source="s", text="An abstract on a topic of its own.")
+    store.begin([first], np.ones((1, 16), dtype=np.float32))
+    store.commit([first])
+    assert store.has_abstracts() and store.abstracts.metadata["format"] == 2
+    assert len(store.abstracts.get(include=["embeddings"])["embeddings"][0]) == 16
 
 
 def test_reset_empties_the_index(tmp_path: Path) -> None:
@@ -186,6 +265,22 @@ def test_reset_empties_the_index(tmp_path: Path) -> None:
     assert assistant.stats()["abstracts"] == 0 and assistant.store.chunk_count() == 0
     assert not assistant.store.has_abstracts()
     assert assistant.ingest([source]).added == 1
+
+
+def test_whether_any_abstract_is_indexed_is_read_past_pending_records(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The app's first check reads the ledger from its start, not through a ``where`` (43 s
+    at 900,000 abstracts on a cold disk); records an ingest left pending are read past."""
+    monkeypatch.setattr(store_module, "_FIRST", 1)
+    store = ChromaStore(Settings(data_dir=tmp_path), embedder_id="any")
+    abstracts = [Abstract(id=f"a{i}", title="", source="s", text=f"Abstract {i} on a topic of its own.") for i in range(3)]
+    assert not store.has_abstracts()
+    store.begin(abstracts[:2], np.ones((2, 8), dtype=np.float32))
+    assert not store.has_abstracts(), "pending records are not indexed"
+    store.begin(abstracts[2:], np.ones((1, 8), dtype=np.float32))
+    store.commit(abstracts[2:])
+    assert store.has_abstracts()
 
 
 def test_whole_ledger_reads_go_page_by_page(sample_index: Assistant, monkeypatch: pytest.MonkeyPatch) -> None:
