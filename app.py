@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import html
 import logging
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -161,9 +162,8 @@ def build(assistant: Assistant) -> gr.Blocks:
                         message = gr.Textbox(
                             placeholder="Ask about the indexed abstracts…", label="Question", elem_id="question"
                         )
-                        examples = answerable_examples(viewer.before_login())
-                        if examples:
-                            gr.Examples(examples=[[q] for q in examples], inputs=[message], label="Example questions")
+                        examples = gr.Dataset(components=[message], samples=[], label="Example questions",
+                                              visible=False, elem_id="examples")
                         with gr.Accordion("Settings", open=False):
                             k = gr.Slider(1, 10, value=s.context.top_k, step=1, label="Number of sources")
                             with gr.Row():
@@ -343,11 +343,30 @@ def build(assistant: Assistant) -> gr.Blocks:
 
         if viewer.accounts_on:
             demo.load(on_load, None, [status, source, search_source], api_name=False)
+
+        def show_examples() -> Any:
+            shown = answerable_examples(viewer.before_login())
+            return gr.Dataset(samples=[[q] for q in shown], visible=bool(shown))
+
+        examples.click(lambda sample: sample[0], examples, message, api_name=False)
+        demo.load(show_examples, None, examples, api_name=False)  # searches: not while the page waits
     return demo
 
 
-def launch(assistant: Assistant) -> None:
-    """Serve the app with the assistant's settings (host, port, share link, login)."""
+def warm_up(assistant: Assistant) -> None:
+    """`Assistant.warm_up`, in the background from start-up; a failure is only logged (the
+    first question reports it)."""
+    try:
+        assistant.warm_up()
+    except Exception as error:  # noqa: BLE001 - any failure surfaces again at the first search
+        log.warning("could not load the index ahead of the first question: %s", error)
+
+
+def launch(assistant: Assistant, block: bool = True) -> gr.Blocks:
+    """Serve the app with the assistant's settings (host, port, share link, login), then load
+    its indexes in the background (`warm_up`): the page does not wait for them, and a cold
+    disk serves the page before the vector index's gigabytes. ``block``: serve until
+    interrupted (else return the running app)."""
     s = assistant.settings
     auth: Any = None
     if s.app_auth_header:
@@ -359,7 +378,8 @@ def launch(assistant: Assistant) -> None:
         elif s.app_username and s.app_password:
             auth = (s.app_username, s.app_password.get_secret_value())
     theme = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"])
-    build(assistant).queue().launch(
+    demo = build(assistant).queue()
+    demo.launch(
         server_name=s.app_host,
         server_port=s.app_port,
         share=s.app_share,
@@ -369,7 +389,12 @@ def launch(assistant: Assistant) -> None:
         css=render.CSS,
         head=render.SCRIPT,
         max_file_size=s.app_max_upload_mb * gr.FileSize.MB,
+        prevent_thread_lock=True,
     )
+    threading.Thread(target=warm_up, args=(assistant,), name="warm-up", daemon=True).start()
+    if block:
+        demo.block_thread()
+    return demo
 
 
 def _proxy_login(assistant: Assistant) -> Any:

@@ -257,6 +257,12 @@ class Assistant:
         self.refresh_lexical()
         return self.retriever.search(question, k, parsed)
 
+    def warm_up(self) -> None:
+        """Load what a first search waits for: the embedder, the lexical index, and Chroma's
+        vector index, which Chroma reads whole at its first query (22-39 s at a million
+        abstracts). A server calls it at start, not at its first user's question."""
+        self.search("warm up", k=1)
+
     def findings(
         self,
         question: str,

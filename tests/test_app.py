@@ -233,6 +233,23 @@ def test_browser_chat_streams_an_answer_with_linked_citations(browser: Any, app_
 
 
 @pytest.mark.slow
+def test_browser_example_questions_the_index_answers_appear_and_fill_the_question_box(
+    browser: Any, app_url: str
+) -> None:
+    """The examples are chosen by searching the index, once the page is up (at a million
+    abstracts the first search waits for Chroma's vector index): the page does not wait."""
+    watched = Watched(browser, app_url)
+    examples = watched.page.locator("#examples")
+    examples.get_by_text("How does Pangu Ultra keep training stable").click(timeout=60_000)  # shown shortened
+    from playwright.sync_api import expect
+
+    expect(watched.page.locator("#question textarea")).to_have_value(
+        "How does Pangu Ultra keep training stable without loss spikes?", timeout=30_000)
+    assert "What makes recurrent spiking neural networks efficient?" in examples.inner_text()
+    assert watched.outside == []
+
+
+@pytest.mark.slow
 def test_browser_sources_and_findings_are_on_screen_before_the_answers_first_word(browser: Any, app_url: str) -> None:
     watched = Watched(browser, app_url)
     watched.ask(QUESTION)
