@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shlex
 import sys
 from datetime import datetime, timezone
 from pathlib import Path
@@ -41,12 +42,20 @@ def row(key: str, figure: str, value: str) -> dict[str, str]:
     return {"key": key, "figure": figure, "value": value}
 
 
+def _without_note(args: list[str]) -> list[str]:
+    """The command's arguments less ``--note``'s text, which the result shows on its own."""
+    if "--note" in args:
+        at = args.index("--note")
+        return args[:at] + args[at + 2 :]
+    return [a for a in args if not a.startswith("--note=")]
+
+
 def save(name: str, title: str, rows: list[dict[str, str]], note: str = "", **details: Any) -> Path:
     """Write ``benchmarks/results/<name>.json`` and return its path."""
     RESULTS.mkdir(exist_ok=True)
     script = Path(sys.argv[0]).resolve()
     script = script.relative_to(ROOT) if script.is_relative_to(ROOT) else script
-    command = " ".join(["python", script.as_posix(), *sys.argv[1:]])
+    command = shlex.join(["python", script.as_posix(), *_without_note(sys.argv[1:])])
     result = {
         "benchmark": name,
         "title": title,

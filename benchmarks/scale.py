@@ -22,7 +22,8 @@ ingest against raw onnxruntime on the same texts. Search: the app's start-up (a 
 to its page served, and to its warm-up search done), latency p50/p95 of the dense side, the BM25 side and the hybrid
 `search(k=10)` on embedded Chroma, the cost of deduplicating one ingest batch against the
 index, then `chroma run` on the same files: its start-up and latencies. ``--steps search``
-re-measures search on the indexes a previous run left in ``--work``; ``--steps ""`` only
+re-measures search on the indexes a previous run left in ``--work``, ``--steps add`` adds
+``--add`` more abstracts to one in a process of its own (its peak RSS is then the add's); ``--steps ""`` only
 tabulates the results earlier runs left there (sizes built at different times). A size too
 large for the time at hand can be built in parts: ``--ingest-budget-s`` stops its ingest (at
 a committed batch) and measures the index it reached, which the table shows as "N of SIZE";
@@ -231,17 +232,32 @@ def build(size: int, work: Path, scifact: Path, real_up_to: int, add: int, resum
     result["disk_mb"] = disk_mb(data)
     result["ingest_peak_rss_mb"] = peak_rss_mb()
 
-    extra = work / f"extra-{size}.jsonl"
-    write_corpus(scifact, add, extra, seed=size + 1, prefix=f"extra{result['indexed']}")
-    started = time.perf_counter()
-    run_ingest([extra], assistant.store, assistant.embedder, assistant.settings)
-    written = time.perf_counter()
-    assistant.refresh_lexical(force=True)
-    result["add"] = {"abstracts": add, "chroma_s": written - started, "bm25_update_s": time.perf_counter() - written}
+    result["add"] = add_more(assistant, size, work, scifact, add, seed=size + 1)
     result["peak_rss_mb"] = peak_rss_mb()
     if not stopped:
         corpus_file.unlink()
     return result
+
+
+def add_more(assistant: Assistant, size: int, work: Path, scifact: Path, add: int, seed: int) -> dict[str, Any]:
+    """Add ``add`` new abstracts (ids, DOIs and PMIDs of their own, by ``seed``) to the index:
+    seconds of Chroma writes (with their embedding), then of the BM25 update."""
+    extra = work / f"extra-{size}.jsonl"
+    write_corpus(scifact, add, extra, seed=seed, prefix=f"extra{seed}")
+    started = time.perf_counter()
+    report = run_ingest([extra], assistant.store, assistant.embedder, assistant.settings)
+    written = time.perf_counter()
+    assistant.refresh_lexical(force=True)
+    return {"abstracts": report.added, "chroma_s": written - started, "bm25_update_s": time.perf_counter() - written}
+
+
+def add_step(size: int, work: Path, scifact: Path, real_up_to: int, add: int) -> dict[str, Any]:
+    """Adding to a built index in a process of its own, as a user's later ingest is: its
+    time and this process's peak RSS."""
+    assistant = open_index(size, work, real_up_to, timed=False)
+    before = sum(assistant.sources().values())
+    added = add_more(assistant, size, work, scifact, add, seed=size + 1 + before)
+    return {"add": {**added, "before": before, "peak_rss_mb": peak_rss_mb()}}
 
 
 def process_age_s() -> float:
@@ -325,10 +341,12 @@ def measure(size: int, work: Path, scifact: Path, queries: list[str], real_up_to
 
 def child(step: str, size: int, work: Path, scifact: Path, queries: list[str], real_up_to: int,
           add: int, resume: bool, budget_s: float | None) -> None:
-    """One step (build or search) for one size; results are merged into work/result-SIZE.json."""
+    """One step (build, add or search) for one size; results are merged into work/result-SIZE.json."""
     path = work / f"result-{size}.json"
     if step == "build":
         path.write_text(json.dumps(build(size, work, scifact, real_up_to, add, resume, budget_s)))
+    elif step == "add":
+        path.write_text(json.dumps({**json.loads(path.read_text()), **add_step(size, work, scifact, real_up_to, add)}))
     else:
         path.write_text(json.dumps({**json.loads(path.read_text()), **measure(size, work, scifact, queries, real_up_to)}))
 
@@ -350,7 +368,8 @@ def main() -> None:
     parser.add_argument("--work", type=Path, default=None, help="where indexes are built (default: a temp dir)")
     parser.add_argument("--real-up-to", type=int, default=10_000, help="largest size embedded for real")
     parser.add_argument("--steps", default="build,search",
-                        help="what to run for each size: build, search, both, or none (\"\": tabulate earlier results)")
+                        help="what to run for each size, in order: build, add (to a built index, in its own process), "
+                        "search; none (\"\") tabulates earlier results")
     parser.add_argument("--resume", action="store_true",
                         help="continue the ingest a stopped run left in --work instead of starting over")
     parser.add_argument("--ingest-budget-s", type=float, default=None,
@@ -359,7 +378,7 @@ def main() -> None:
                         help="abstracts added to each built index, to time an update")
     parser.add_argument("--note", default="", help="how the run went (shown with its figures): what else ran, resumes")
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--step", choices=["build", "search"], default="build", help=argparse.SUPPRESS)
+    parser.add_argument("--step", choices=["build", "add", "search"], default="build", help=argparse.SUPPRESS)
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="scale-"))
     work.mkdir(parents=True, exist_ok=True)
@@ -416,9 +435,11 @@ def main() -> None:
     rows = []
     for r in results:
         e, s, d, up = r["embedded"], r["server"], r["dedup_ms"], r["startup"]
-        at = f"{r['indexed']:,} abstracts ({r['vectors']} vectors)"
+        built = f"{r['indexed']:,} abstracts ({r['vectors']} vectors)"
+        searched = r["add"].get("before", r["indexed"] + r["add"]["abstracts"])  # the build added some
+        at = f"{searched:,} abstracts ({r['vectors']} vectors)"
         rows += [
-            row(f"scale_ingest_{r['size']}", f"{at}: ingest", f"{r['ingest_s']:.0f} s ({r['abstracts_per_s']:.0f} abstracts/s), "
+            row(f"scale_ingest_{r['size']}", f"{built}: ingest", f"{r['ingest_s']:.0f} s ({r['abstracts_per_s']:.0f} abstracts/s), "
                 f"{r['disk_mb']:.0f} MB on disk, peak RSS {r['ingest_peak_rss_mb']:.0f} MB"),
             row(f"scale_search_{r['size']}", f"{at}: hybrid search p50 / p95, embedded / Chroma server",
                 f"{e['hybrid']['p50_ms']:.0f} / {e['hybrid']['p95_ms']:.0f} ms, {s['hybrid']['p50_ms']:.0f} / "
@@ -426,7 +447,9 @@ def main() -> None:
             row("", f"{at}: dense / BM25 side p95", f"{e['dense']['p95_ms']:.0f} / {e['bm25']['p95_ms']:.0f} ms"),
             row("", f"{at}: peak RSS while searching", f"{r['search_peak_rss_mb']:.0f} MB"),
             row("", f"{at}: adding {r['add']['abstracts']:,} abstracts, Chroma + BM25 update",
-                f"{r['add']['chroma_s']:.1f} + {r['add']['bm25_update_s']:.1f} s (peak RSS {r['peak_rss_mb']:.0f} MB)"),
+                f"{r['add']['chroma_s']:.1f} + {r['add']['bm25_update_s']:.1f} s (peak RSS "
+                f"{r['add'].get('peak_rss_mb', r['peak_rss_mb']):.0f} MB"
+                + (", in a process of its own)" if "peak_rss_mb" in r["add"] else ", in the ingest's process)")),
             row("", f"{at}: app start-up: page served / first search ready (Chroma's vector index loaded, "
                 "from start-up on)", f"{up['page_s']:.1f} / {up['search_ready_s']:.1f} s"),
             row("", f"{at}: `chroma run` on the index: answering its heartbeat + the first search",

@@ -124,8 +124,8 @@ def main() -> None:
           f"highest peak RSS {max(r['VmHWM'] for r in runs):.0f} MB")
 
     def span(key: str, unit: str, digits: int = 1) -> str:
-        values = sorted(r[key] for r in runs)
-        return f"{values[0]:.{digits}f}–{values[-1]:.{digits}f} {unit}"
+        low, high = (f"{v:.{digits}f}" for v in (min(r[key] for r in runs), max(r[key] for r in runs)))
+        return f"{low} {unit}" if low == high else f"{low}–{high} {unit}"
 
     questions = [q["question"] for q in load_qa(ROOT / "tests" / "data" / "dev.jsonl")][: args.questions]
     browser = in_the_browser(data_dir, questions)
