@@ -267,6 +267,26 @@ def test_reset_empties_the_index(tmp_path: Path) -> None:
     assert assistant.ingest([source]).added == 1
 
 
+def test_reset_frees_the_vector_files(tmp_path: Path) -> None:
+    """Chroma leaves a deleted collection's vector files on disk (chroma-core/chroma#5259);
+    a reset removes them, and only them: another collection in the same folder keeps its own."""
+    source = tmp_path / "one.jsonl"
+    source.write_text("\n".join(json.dumps({"id": f"a{i}", "doi": f"10.5555/{i}", "text": f"Abstract {i} about protein "
+                                                 "folding with transformers, long enough to index."}) for i in range(3)))
+    other = Assistant(data_dir=tmp_path / "index", collection="other", auto_ingest=False)
+    assert other.ingest([source]).added == 3
+    assistant = Assistant(data_dir=tmp_path / "index", auto_ingest=False)
+    assert assistant.ingest([source]).added == 3
+    chroma_dir = tmp_path / "index" / "chroma"
+    before = {d.name for d in chroma_dir.iterdir() if d.is_dir()}
+    mine = {d.name for d in assistant.store._vector_dirs(["abstracts", "abstracts_abstracts", "abstracts_identities"])}
+    assert len(mine) == 3 and mine < before
+    assistant.reset()
+    after = {d.name for d in chroma_dir.iterdir() if d.is_dir()}
+    assert not mine & after and before - mine <= after
+    assert other.store.count() == 3 and other.search("protein folding", k=1)
+
+
 def test_whether_any_abstract_is_indexed_is_read_past_pending_records(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

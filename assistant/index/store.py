@@ -38,15 +38,19 @@ its files when another process's commit is noticed (`catch_up`) or a query fails
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import functools
 import inspect
 import json
+import shutil
 import socket
+import sqlite3
 import time
 import uuid
 import zlib
 from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
 from typing import Any, TypeVar
 
 import chromadb
@@ -438,14 +442,36 @@ class ChromaStore:
 
     @_explained
     def reset(self) -> None:
-        """Drop the collections and create them empty."""
+        """Drop the collections and create them empty (embedded: their vector files too)."""
         base = self.settings.collection
-        for name in (base, f"{base}_abstracts", f"{base}_identities"):
+        names = (base, f"{base}_abstracts", f"{base}_identities")
+        dropped = self._vector_dirs(names)
+        for name in names:
             try:
                 self.client.delete_collection(name)
             except Exception:  # noqa: BLE001 - absent collection: nothing to drop
                 pass
+        for folder in dropped:
+            shutil.rmtree(folder, ignore_errors=True)
         self._open()
+
+    def _vector_dirs(self, names: Iterable[str]) -> list[Path]:
+        """Embedded Chroma's folders of these collections' vector indexes. Chroma 1.5 leaves
+        them on disk when it deletes a collection (chroma-core/chroma#5259: 4 GB at a million
+        abstracts); they are named by segment id, which only Chroma's own SQLite file maps to
+        collections. Empty with a server, or if that file's layout is not the one known."""
+        database = self.settings.chroma_dir / "chroma.sqlite3"
+        if self.settings.chroma_host or not database.exists():
+            return []
+        names = list(names)
+        query = ("SELECT s.id FROM segments s JOIN collections c ON s.collection = c.id "
+                 f"WHERE s.scope = 'VECTOR' AND c.name IN ({', '.join('?' * len(names))})")
+        try:
+            with contextlib.closing(sqlite3.connect(f"{database.as_uri()}?mode=ro", uri=True)) as connection:
+                segments = [row[0] for row in connection.execute(query, names)]
+        except sqlite3.Error:
+            return []
+        return [folder for i in segments if (folder := self.settings.chroma_dir / str(i)).is_dir()]
 
     # Reading ----------------------------------------------------------------------------
     # Reads by id filter the status in Python: Chroma evaluates a `where` over the whole
