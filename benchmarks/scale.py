@@ -18,13 +18,13 @@ Build: ingest through `Assistant.ingest` (chunking, ledger, Chroma, BM25; progre
 ``work/progress-SIZE.log`` as "done total seconds" lines), index size on disk, then the
 cost of adding ``--add`` abstracts to the full index, split into Chroma writes (with their
 embedding) and the BM25 update; at real-embedder sizes also the embedding throughput inside
-ingest against raw onnxruntime on the same texts. Search: the app's start-up (a fresh process
-to its page served, and to its warm-up search done), latency p50/p95 of the dense side, the BM25 side and the hybrid
-`search(k=10)` on embedded Chroma, the cost of deduplicating one ingest batch against the
-index, then `chroma run` on the same files: its start-up and latencies. ``--steps search``
-re-measures search on the indexes a previous run left in ``--work``, ``--steps add`` adds
-``--add`` more abstracts to one in a process of its own (its peak RSS is then the add's); ``--steps ""`` only
-tabulates the results earlier runs left there (sizes built at different times). A size too
+ingest against raw onnxruntime on the same texts. Search: the app's start-up (a fresh
+process to its page served, and to its warm-up search done), latency p50/p95 of the dense
+side, the BM25 side and the hybrid `search(k=10)` on embedded Chroma, the cost of
+deduplicating one ingest batch against the index, then `chroma run` on the same files: its
+start-up and latencies. ``--steps search`` re-measures search on the indexes a previous run
+left in ``--work``, ``--steps add`` adds ``--add`` more abstracts to one in a process of its
+own (its peak RSS is then the add's); ``--steps ""`` only tabulates the results earlier runs left there (sizes built at different times). A size too
 large for the time at hand can be built in parts: ``--ingest-budget-s`` stops its ingest (at
 a committed batch) and measures the index it reached, which the table shows as "N of SIZE";
 ``--resume`` continues from there. Never part of the test run.
@@ -307,8 +307,9 @@ def app_startup(size: int, work: Path, real_up_to: int) -> tuple[Assistant, dict
     while httpx.get(f"http://127.0.0.1:{port}/", timeout=60).status_code != 200:
         time.sleep(0.1)
     served = process_age_s()
-    warming = next(t for t in threading.enumerate() if t.name == "warm-up")
-    warming.join()
+    for thread in threading.enumerate():  # the app's warm-up, unless it is done already
+        if thread.name == "warm-up":
+            thread.join()
     ready = process_age_s()
     demo.close()
     return assistant, {"imports_s": imported, "page_s": served, "search_ready_s": ready}

@@ -6,8 +6,8 @@ Three collections per index:
 - ``<name>_abstracts``: one record per abstract (full text and metadata). Its vector is a
   one-number placeholder (`_placeholders`): nothing searches the ledger, and Chroma reads a
   collection's vectors whole at its first read of any record (the mean chunk vectors that
-  ledgers of format 2 keep take 1.9 GB of memory at 900,000 abstracts). The text is a metadata field, not a Chroma document: embedded Chroma gives
-  every document a full-text index this project never queries (BM25 is bm25s), and that
+  ledgers of format 2 keep take 1.9 GB of memory at 900,000 abstracts). The text is a
+  metadata field, not a Chroma document: embedded Chroma gives every document a full-text index this project never queries (BM25 is bm25s), and that
   index made the ledger's writes 2-3x slower and its files 40% larger. Its ``status``
   field is the commit marker that makes ingest crash-safe: an abstract is written as
   ``pending`` before its chunks and flipped to ``done`` after.
@@ -66,7 +66,8 @@ from assistant.types import SHARED, Abstract, Chunk
 
 PENDING, DONE = "pending", "done"
 LEDGER_FORMAT = 3  # 2: the abstract's text is a metadata field (1 kept it as the document); 3: placeholder vectors
-READABLE_FORMATS = (2, 3)  # a ledger of format 2 keeps writing mean chunk vectors, of its dimension
+MEAN_VECTORS_FORMAT = 2  # a ledger of this format keeps writing mean chunk vectors, of its dimension
+READABLE_FORMATS = (MEAN_VECTORS_FORMAT, LEDGER_FORMAT)
 LIBRARIES = 1  # ledger metadata flag: every record carries its library
 IDENTITIES = 1  # ledger metadata flag: every abstract's identity keys are in the identities collection
 _PAGE = 5000
@@ -198,12 +199,12 @@ def _abstract_from(record_id: str, metadata: dict[str, Any]) -> Abstract:
     )
 
 
-def _pages(collection: Any, include: list[str]) -> Iterator[dict[str, Any]]:
-    """A whole collection, page by page: one `get` with metadata of ~100,000 records
-    exceeds SQLite's limit on query variables."""
+def _pages(collection: Any, include: list[str], size: int | None = None) -> Iterator[dict[str, Any]]:
+    """A whole collection, page by page (of ``size`` records, `_PAGE` by default): one `get`
+    with metadata of ~100,000 records exceeds SQLite's limit on query variables."""
     offset = 0
     while True:
-        page = collection.get(include=include, limit=_PAGE, offset=offset)
+        page = collection.get(include=include, limit=size or _PAGE, offset=offset)
         if not page["ids"]:
             return
         yield page
@@ -314,11 +315,12 @@ class ChromaStore:
 
     def _record_identities(self) -> None:
         """Write the identity records of an index written before they existed (read through
-        the ledger once), then flag the ledger as having them."""
+        the ledger once), then flag the ledger as having them. Its generation stays: the
+        indexed abstracts are the same, so other processes need not catch up."""
         for page in _pages(self.abstracts, ["metadatas"]):
             abstracts = [_abstract_from(i, m) for i, m in zip(page["ids"], page["metadatas"], strict=True)]
             self._write_identities(abstracts)
-        self._renew_generation()
+        self.abstracts.modify(metadata={**(self.abstracts.metadata or {}), "identities": IDENTITIES})
 
     def _write_identities(self, abstracts: list[Abstract]) -> None:
         ids, metadatas = _identity_records(abstracts)
@@ -377,7 +379,7 @@ class ChromaStore:
         chunks is written. ``vectors``, the abstracts' mean chunk vectors, are kept by a
         ledger of format 2 only (it has their dimension); others keep placeholders."""
         keys = [a.key for a in abstracts]
-        kept = vectors if self.format == 2 else _placeholders(keys)
+        kept = vectors if self.format == MEAN_VECTORS_FORMAT else _placeholders(keys)
         for part in self._batches(len(abstracts)):
             self.abstracts.upsert(
                 ids=keys[part],
@@ -524,12 +526,8 @@ class ChromaStore:
         """Whether any abstract is fully indexed: the ledger read from its start until a done
         record, the first one but while an ingest is under way. Asking Chroma for one done
         record (``where``, ``limit=1``) took 3 s, 43 s with a cold disk, at 900,000 abstracts."""
-        offset = 0
-        while page := self.abstracts.get(include=["metadatas"], limit=_FIRST, offset=offset)["metadatas"]:
-            if any(m["status"] == DONE for m in page):
-                return True
-            offset += len(page)
-        return False
+        pages = _pages(self.abstracts, ["metadatas"], _FIRST)
+        return any(m["status"] == DONE for page in pages for m in page["metadatas"])
 
     @_explained
     def chunk_count(self, libraries: Iterable[str] | None = None) -> int:
