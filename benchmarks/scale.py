@@ -24,10 +24,11 @@ side, the BM25 side and the hybrid `search(k=10)` on embedded Chroma, the cost o
 deduplicating one ingest batch against the index, then `chroma run` on the same files: its
 start-up and latencies. ``--steps search`` re-measures search on the indexes a previous run
 left in ``--work``, ``--steps add`` adds ``--add`` more abstracts to one in a process of its
-own (its peak RSS is then the add's); ``--steps ""`` only tabulates the results earlier runs left there (sizes built at different times). A size too
-large for the time at hand can be built in parts: ``--ingest-budget-s`` stops its ingest (at
-a committed batch) and measures the index it reached, which the table shows as "N of SIZE";
-``--resume`` continues from there. Never part of the test run.
+own (its peak RSS is then the add's); ``--steps ""`` only tabulates the results earlier runs
+left there (sizes built at different times). A size too large for the time at hand can be
+built in parts: ``--ingest-budget-s`` stops its ingest (at a committed batch) and measures
+the index it reached, which the table shows as "N of SIZE"; ``--resume`` continues from
+there. Never part of the test run.
 """
 
 from __future__ import annotations

@@ -19,7 +19,8 @@ exactly these: an index opened at that generation is known to be in step without
 the ledger (6 s and 2.7 GB at a million abstracts). Whenever the saved copy does not cover
 exactly the committed abstracts, it is brought in step with Chroma: after an ingest only the
 new abstracts are read and tokenized; after a reset, a crash, or a Chroma server that another
-machine filled, all are, streamed from Chroma a page at a time (only their keys, sources, libraries, years and acronyms are held).
+machine filled, all are, streamed from Chroma a page at a time (only their keys, sources,
+libraries, years and acronyms are held).
 Abstracts are known by `Abstract.key`; `visible` masks the libraries a user may see.
 """
 

@@ -7,10 +7,11 @@ Three collections per index:
   one-number placeholder (`_placeholders`): nothing searches the ledger, and Chroma reads a
   collection's vectors whole at its first read of any record (the mean chunk vectors that
   ledgers of format 2 keep take 1.9 GB of memory at 900,000 abstracts). The text is a
-  metadata field, not a Chroma document: embedded Chroma gives every document a full-text index this project never queries (BM25 is bm25s), and that
-  index made the ledger's writes 2-3x slower and its files 40% larger. Its ``status``
-  field is the commit marker that makes ingest crash-safe: an abstract is written as
-  ``pending`` before its chunks and flipped to ``done`` after.
+  metadata field, not a Chroma document: embedded Chroma gives every document a full-text
+  index this project never queries (BM25 is bm25s), and that index made the ledger's writes
+  2-3x slower and its files 40% larger. Its ``status`` field is the commit marker that makes
+  ingest crash-safe: an abstract is written as ``pending`` before its chunks and flipped to
+  ``done`` after.
   `recover` deletes whatever a killed ingest left pending, chunks included: at once when this
   data dir wrote it (its file lock means that writer is gone), after `STALE_PENDING_SECONDS`
   when another replica of a shared Chroma server did (it may still be writing).
@@ -256,8 +257,13 @@ class ChromaStore:
         self.writer = f"{socket.gethostname()}:{settings.data_dir.resolve()}"  # who writes: one data dir at a time
         self._open()
 
+    def _names(self) -> tuple[str, str, str]:
+        """The index's collections: chunks, ledger, identities."""
+        base = self.settings.collection
+        return base, f"{base}_abstracts", f"{base}_identities"
+
     def _open(self) -> None:
-        name = self.settings.collection
+        name, ledger, identities = self._names()
         try:
             self.chunks = self.client.get_or_create_collection(
                 name,
@@ -266,11 +272,11 @@ class ChromaStore:
                 embedding_function=None,
             )
             self.abstracts = self.client.get_or_create_collection(
-                f"{name}_abstracts", configuration=_PLACEHOLDER_SPACE, metadata=self._ledger_metadata(LEDGER_FORMAT),
+                ledger, configuration=_PLACEHOLDER_SPACE, metadata=self._ledger_metadata(LEDGER_FORMAT),
                 embedding_function=None,
             )
             self.identities = self.client.get_or_create_collection(
-                f"{name}_identities", configuration=_PLACEHOLDER_SPACE, embedding_function=None,
+                identities, configuration=_PLACEHOLDER_SPACE, embedding_function=None,
             )
         except Exception as error:
             if isinstance(error, StoreError):
@@ -445,8 +451,7 @@ class ChromaStore:
     @_explained
     def reset(self) -> None:
         """Drop the collections and create them empty (embedded: their vector files too)."""
-        base = self.settings.collection
-        names = (base, f"{base}_abstracts", f"{base}_identities")
+        names = self._names()
         dropped = self._vector_dirs(names)
         for name in names:
             try:
@@ -513,7 +518,7 @@ class ChromaStore:
     def change_stamp(self) -> str:
         """The ledger's generation token, read afresh: it changes whenever indexed abstracts
         are committed, recovered or reset, in this process or another."""
-        ledger = self.client.get_collection(f"{self.settings.collection}_abstracts", embedding_function=None)
+        ledger = self.client.get_collection(self._names()[1], embedding_function=None)
         return str((ledger.metadata or {}).get("generation", ""))
 
     @_explained
