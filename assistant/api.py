@@ -20,7 +20,7 @@ from typing import Any, Literal
 from filelock import FileLock
 
 from assistant.accounts import AccountError, Accounts
-from assistant.answer import generators
+from assistant.answer import generators, questions
 from assistant.answer.pipeline import Event, Parts, condense, final, gated, read_findings, stream_answer
 from assistant.index import embedders
 from assistant.index.bm25 import Bm25Index
@@ -276,7 +276,7 @@ class Assistant:
         hits = self.search(question, k or self.settings.context.top_k, filters)
         if gated(hits, self.retriever.subject_terms(question), self.settings.min_relevance):
             return []
-        return read_findings(self.answering(), question, hits)[1]
+        return read_findings(self.answering(), questions.analyse(question), hits)[1]
 
     def ask_events(
         self,

@@ -56,6 +56,12 @@ _OPENERS = {
     "we", "our", "its", "both", "each", "however", "overall", "moreover", "furthermore", "thus",
     "therefore", "here", "instead", "while", "when", "where", "although", "since", "because", "all",
     "some", "most", "other", "another", "one", "two", "three", "first", "second", "third", "finally",
+    # prepositions and words of degree, which open terse answers ("Up to 50%", "Through a
+    # contrastive task", "Only 13.5% of the data") and name nothing
+    "through", "via", "without", "across", "after", "before", "during", "under", "over", "up", "about",
+    "only", "just", "around", "among", "onto", "from", "per", "than", "within", "versus", "toward",
+    "towards", "upon", "despite", "unlike", "like", "beyond", "along", "against", "besides", "except",
+    "until", "rather", "almost", "more", "less", "fewer", "even",
 }
 _STOP = set(STOPWORDS_EN) | {
     "paper", "papers", "source", "sources", "abstract", "study", "work", "also", "use", "uses", "used",
@@ -80,7 +86,7 @@ FRAMING = content_words(
 )
 
 
-def share(asked: set[str], text: str) -> float:
+def share(asked: Collection[str], text: str) -> float:
     """The share of the question's content words (``asked``) that a text contains."""
     return len(asked & content_words(text)) / len(asked) if asked else 0.0
 

@@ -15,6 +15,7 @@ from assistant.answer.citations import (
     split_claims,
 )
 from assistant.answer.context import Source, build, read
+from assistant.answer.questions import analyse
 from assistant.index import embedders
 from assistant.settings import Settings
 from assistant.types import Abstract, Hit
@@ -47,7 +48,7 @@ EMBEDDER: embedders.Embedder
 def _sources(*texts: str) -> list[Source]:
     hits = [Hit(abstract=Abstract(id=f"a{i}", text=t, title=f"T{i}", source="s", titled=False), score=1.0, rank=i)
             for i, t in enumerate(texts, start=1)]
-    return build(read("", hits, EMBEDDER), 10_000, "abstracts")[0]
+    return build(read(analyse(""), hits, EMBEDDER), 10_000, "abstracts")[0]
 
 
 def support(claim: str, text: str) -> float:
@@ -55,8 +56,8 @@ def support(claim: str, text: str) -> float:
     return citations.support(claim, EMBEDDER.embed([claim])[0], _sources(text)[0]).score
 
 
-def attribute(answer: str, sources: list[Source], **options: object) -> citations.Attribution:
-    return citations.attribute(answer, sources, EMBEDDER.embed, **options)
+def attribute(answer: str, sources: list[Source], question: str = "", **options: object) -> citations.Attribution:
+    return citations.attribute(answer, sources, EMBEDDER.embed, analyse(question) if question else None, **options)
 
 
 def test_marker_variants() -> None:
@@ -142,7 +143,7 @@ def test_a_bare_citation_answer_quotes_the_cited_sources() -> None:
     assert bare_citations("[1] [3].") == [1, 3]
     assert bare_citations("NFNets reach 86.5% [2]") == [] and bare_citations("NOT IN SOURCES") == []
     sources = _sources(PANGU, NFNET, CHIMERA)
-    quoted = quote_sources([2, 1, 7], sources, "Which papers remove normalization or its loss spikes?")
+    quoted = quote_sources([2, 1, 7], sources, analyse("Which papers remove normalization or its loss spikes?"))
     assert quoted == ("Batch normalization is a key component of most image classifiers [2]. To stabilise training "
                       "we propose depth-scaled sandwich normalization, which eliminates loss spikes [1].")
     result = attribute(quoted, sources)
@@ -152,10 +153,10 @@ def test_a_bare_citation_answer_quotes_the_cited_sources() -> None:
 def test_an_answer_that_only_echoes_the_question_is_treated_as_bare_citations() -> None:
     question = "Which work found that one hidden unit of a character-level recurrent model tracks the tone of the text?"
     echo = "The work by [2] found that one hidden unit in a recurrent model tracks the tone of the text."
-    assert echoed_citations(echo, question) == [2], "only the marker is new: it says which source answers"
-    assert echoed_citations("Yes [1]. The study [3] found this.", question) == [1, 3]
-    assert echoed_citations("A sentiment unit in an LSTM tracks the tone [2].", question) == [], "sentiment, LSTM are its own"
-    assert echoed_citations("One hidden unit tracks the tone of the text.", question) == [], "no marker, no source"
+    assert echoed_citations(echo, analyse(question)) == [2], "only the marker is new: it says which source answers"
+    assert echoed_citations("Yes [1]. The study [3] found this.", analyse(question)) == [1, 3]
+    assert echoed_citations("A sentiment unit in an LSTM tracks the tone [2].", analyse(question)) == [], "sentiment, LSTM are its own"
+    assert echoed_citations("One hidden unit tracks the tone of the text.", analyse(question)) == [], "no marker, no source"
     assert attribute(echo, _sources(PANGU, NFNET), question=question).supported_claims == 0, "not an answer as it stands"
 
 
@@ -230,12 +231,11 @@ def test_a_claim_that_only_restates_the_question_is_neither_cited_nor_flagged() 
     question = "Does adaptive gradient clipping let image classifiers train without batch normalization?"
     answer = ("Yes, adaptive gradient clipping lets image classifiers train without batch normalization [1]. "
               "They reach 86.5% top-1 [1].")
-    result = attribute(answer, _sources(NFNET), question=question)
-    assert result.text == ("Yes, adaptive gradient clipping lets image classifiers train without batch normalization. "
-                           "They reach 86.5% top-1 [1].")
+    result = attribute(answer, _sources(NFNET), question=question, verdicts=False)
+    assert result.text == "They reach 86.5% top-1 [1]."
     assert result.unsupported == [] and result.supported_claims == 1
     assert attribute("Yes, adaptive gradient clipping lets image classifiers train without batch normalization.",
-                     _sources(NFNET), question=question).supported_claims == 0
+                     _sources(NFNET), question=question, verdicts=False).supported_claims == 0
 
 
 def test_a_restatement_that_only_says_where_it_is_written_is_no_answer() -> None:
@@ -264,7 +264,7 @@ def test_a_yes_or_no_about_a_named_thing_is_an_answer_and_verified() -> None:
 
 def test_a_quote_prefers_the_sentence_that_states_a_finding() -> None:
     text = "Speculative decoding with retrieval speeds up generation. DReSD retrieves draft tokens for speculative decoding, 2.1x faster."
-    quoted = quote_sources([1], _sources(text), "Which papers combine retrieval with speculative decoding?")
+    quoted = quote_sources([1], _sources(text), analyse("Which papers combine retrieval with speculative decoding?"))
     assert quoted == "DReSD retrieves draft tokens for speculative decoding, 2.1x faster [1]."
 
 
@@ -279,41 +279,74 @@ FINDING = "Carotid intima-media thickness was 0.66 mm in carriers and 0.65 mm in
 
 def test_a_trusted_models_verdict_is_kept_and_rests_on_the_cited_finding() -> None:
     result = attribute(f"No, {FINDING[0].lower()}{FINDING[1:]} [1]", _sources(HDL), question=HDL_QUESTION,
-                       yes_no=True, verdicts=True)
+                       verdicts=True)
     assert result.text.startswith("No, carotid intima-media thickness was 0.66 mm") and result.text.endswith("[1].")
     assert result.verdict == "no" and result.citations[0].verdict == "no" and result.withheld == []
 
 
 def test_a_standalone_verdict_carries_to_the_claim_after_it() -> None:
-    result = attribute(f"No. {FINDING} [1]", _sources(HDL), question=HDL_QUESTION, yes_no=True, verdicts=True)
+    result = attribute(f"No. {FINDING} [1]", _sources(HDL), question=HDL_QUESTION, verdicts=True)
     assert result.verdict == "no" and result.text == f"No. {FINDING[:-1]} [1]."
-    untrusted = attribute(f"No. {FINDING} [1]", _sources(HDL), question=HDL_QUESTION, yes_no=True, verdicts=False)
+    untrusted = attribute(f"No. {FINDING} [1]", _sources(HDL), question=HDL_QUESTION, verdicts=False)
     assert untrusted.verdict is None and untrusted.text == f"{FINDING[:-1]} [1]." and untrusted.withheld == []
 
 
 def test_sources_that_disagree_give_a_mixed_verdict_with_each_papers_own() -> None:
     answer = f"No, {FINDING[0].lower()}{FINDING[1:]} [1] Yes, thickness increased by 0.04 mm per year in carriers [2]."
-    result = attribute(answer, _sources(HDL, STATIN), question=HDL_QUESTION, yes_no=True, verdicts=True)
+    result = attribute(answer, _sources(HDL, STATIN), question=HDL_QUESTION, verdicts=True)
     assert result.verdict == "mixed" and [c.verdict for c in result.citations] == ["no", "yes"]
 
 
 def test_an_untrusted_model_states_findings_without_verdict_words_or_propositions() -> None:
     proposition = "Mutations causing low HDL-C do not promote increased carotid intima-media thickness."
     answer = f"Yes, {proposition[0].lower()}{proposition[1:-1]} [1]. {FINDING} [1]"
-    result = attribute(answer, _sources(HDL), question=HDL_QUESTION, yes_no=True, verdicts=False)
+    result = attribute(answer, _sources(HDL), question=HDL_QUESTION, verdicts=False)
     assert result.text == f"{FINDING[:-1]} [1]." and result.verdict is None and result.citations[0].verdict is None
     assert result.withheld == [f"Yes, {proposition[0].lower()}{proposition[1:-1]}"] and result.supported_claims == 1
-    only = attribute(proposition, _sources(HDL), question=HDL_QUESTION, yes_no=True, verdicts=False)
+    only = attribute(proposition, _sources(HDL), question=HDL_QUESTION, verdicts=False)
     assert only.supported_claims == 0 and only.withheld == [proposition] and only.unsupported == []
 
 
 def test_a_trusted_models_proposition_is_verified_like_any_claim() -> None:
     proposition = "No, mutations causing low HDL-C do not promote increased carotid intima-media thickness."
-    result = attribute(proposition, _sources(HDL), question=HDL_QUESTION, yes_no=True, verdicts=True)
+    result = attribute(proposition, _sources(HDL), question=HDL_QUESTION, verdicts=True)
     assert result.supported_claims == 1 and result.verdict == "no" and result.citations[0].abstract.id == "a1"
 
 
 def test_no_as_the_first_word_of_a_finding_is_not_a_verdict() -> None:
     answer = "No significant difference in carotid intima-media thickness was found between carriers and family controls."
-    result = attribute(answer, _sources(HDL), question=HDL_QUESTION, yes_no=True, verdicts=False)
+    result = attribute(answer, _sources(HDL), question=HDL_QUESTION, verdicts=False)
     assert result.text.startswith("No significant difference") and result.withheld == [] and result.supported_claims == 1
+
+
+def test_an_answer_to_a_one_paper_question_cites_one_paper_the_best_ranked() -> None:
+    answer = "NFNets reach 86.5% ImageNet top-1 accuracy [2]. Pangu Ultra has 135 billion parameters [1]."
+    result = attribute(answer, _sources(PANGU, NFNET), question="How many parameters does Pangu Ultra have?")
+    assert [c.abstract.id for c in result.citations] == ["a1"], "source 1 ranks best; the answer cites only it"
+    assert result.text == "Pangu Ultra has 135 billion parameters [1]."
+    assert result.set_aside == ["NFNets reach 86.5% ImageNet top-1 accuracy"] and result.supported_claims == 1
+    several = attribute(answer, _sources(PANGU, NFNET), question="Which papers report model sizes or accuracies?")
+    assert [c.abstract.id for c in several.citations] == ["a2", "a1"] and several.set_aside == []
+
+
+def test_a_claim_the_answering_paper_also_states_is_cited_to_it() -> None:
+    copy = PANGU.replace("We present", "This report presents")
+    result = attribute("Pangu Ultra has 135 billion parameters [1]. It was trained on Ascend NPUs [2].",
+                       _sources(PANGU, copy), question="How many parameters does Pangu Ultra have?")
+    assert [c.abstract.id for c in result.citations] == ["a1"] and result.set_aside == []
+    assert result.text == "Pangu Ultra has 135 billion parameters [1]. It was trained on Ascend NPUs [1]."
+
+
+def test_an_unverified_part_of_a_cited_sentence_is_left_out_not_shown_as_cited() -> None:
+    answer = "Pangu Ultra has 135 billion parameters [1]; NFNets reach 91.2% ImageNet top-1 accuracy."
+    result = attribute(answer, _sources(PANGU, NFNET), question="Which papers report model sizes or accuracies?")
+    assert result.text == "Pangu Ultra has 135 billion parameters [1]."
+    assert result.unsupported == ["NFNets reach 91.2% ImageNet top-1 accuracy."]
+    alone = attribute("Pangu Ultra has 135 billion parameters [1]. NFNets reach 91.2% ImageNet top-1 accuracy.",
+                      _sources(PANGU, NFNET), question="Which papers report model sizes or accuracies?")
+    assert alone.text.endswith("NFNets reach 91.2% ImageNet top-1 accuracy."), "a sentence of its own stays, marked"
+
+
+def test_a_terse_answer_opening_with_a_preposition_names_nothing_the_source_lacks() -> None:
+    result = attribute("Up to a 2.7x speedup [1].", _sources(CHIMERA), question="How fast is Chimera?")
+    assert result.supported_claims == 1 and result.unsupported == []

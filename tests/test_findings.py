@@ -9,6 +9,7 @@ import pytest
 
 from assistant import corpus
 from assistant.answer import citations, context, findings
+from assistant.answer.questions import analyse
 from assistant.index import embedders
 from assistant.settings import Settings
 from assistant.types import Abstract, Hit
@@ -33,7 +34,7 @@ def _hit(abstract: Abstract, rank: int = 1, relevance: float = 0.9) -> Hit:
 
 def test_a_structured_abstract_gives_its_labelled_result_and_conclusion(minilm: embedders.Embedder) -> None:
     [aspirin] = list(corpus.load([FINDINGS / "pubmed-conclusions.xml"]))
-    reading = context.read("Does aspirin prevent a second stroke after a minor one?", [_hit(aspirin)], minilm)
+    reading = context.read(analyse("Does aspirin prevent a second stroke after a minor one?"), [_hit(aspirin)], minilm)
     result, conclusion = findings.choose(reading)
     assert (result.kind, result.section) == ("result", "RESULTS")
     assert result.text.startswith("A second stroke occurred in 9 of 120 patients") and result.text in aspirin.text
@@ -45,7 +46,7 @@ def test_a_structured_abstract_gives_its_labelled_result_and_conclusion(minilm: 
 
 def test_an_unstructured_abstract_gives_a_later_result_not_its_aim(minilm: embedders.Embedder) -> None:
     paper = Abstract(id="light", text=UNSTRUCTURED, title="Evening light and sleep", source="s")
-    reading = context.read("Does evening light delay sleep on school nights in adolescents?", [_hit(paper)], minilm)
+    reading = context.read(analyse("Does evening light delay sleep on school nights in adolescents?"), [_hit(paper)], minilm)
     result, conclusion = findings.choose(reading)
     assert result.text.startswith("Each additional hour of bright evening light delayed sleep onset by 14 minutes")
     assert (result.section, conclusion.section) == (None, None)
@@ -55,7 +56,7 @@ def test_an_unstructured_abstract_gives_a_later_result_not_its_aim(minilm: embed
 def test_papers_retrieval_found_irrelevant_get_no_row_but_the_best_always_does(minilm: embedders.Embedder) -> None:
     first = Abstract(id="a", text=UNSTRUCTURED, title="A", source="s")
     second = Abstract(id="b", text=UNSTRUCTURED.replace("adolescents", "adults"), title="B", source="s")
-    reading = context.read("evening light", [_hit(first, 1, 0.2), _hit(second, 2, 0.1)], minilm)
+    reading = context.read(analyse("evening light"), [_hit(first, 1, 0.2), _hit(second, 2, 0.1)], minilm)
     assert {f.abstract.id for f in findings.choose(reading, min_relevance=0.45)} == {"a"}
     assert {f.abstract.id for f in findings.choose(reading, min_relevance=0.05)} == {"a", "b"}
 
@@ -63,7 +64,7 @@ def test_papers_retrieval_found_irrelevant_get_no_row_but_the_best_always_does(m
 def test_the_excerpt_holds_each_papers_findings(minilm: embedders.Embedder) -> None:
     [aspirin] = list(corpus.load([FINDINGS / "pubmed-conclusions.xml"]))
     question = "Does aspirin prevent a second stroke?"
-    reading = context.read(question, [_hit(aspirin)], minilm)
+    reading = context.read(analyse(question), [_hit(aspirin)], minilm)
     found = findings.choose(reading)
     [source], _ = context.build(reading, 80, first=findings.sentences_of(found, reading))
     assert "9 of 120 patients" in source.excerpt and "halves the risk" in source.excerpt
@@ -78,16 +79,16 @@ def test_the_lead_quotes_each_papers_conclusion_or_else_its_result() -> None:
         findings.Finding(plain, "Stroke was delayed by 14 minutes.", "result"),
     ]
     question = "Does aspirin prevent stroke?"
-    assert [f.text for f in findings.lead(found, question, {"s", "p"})] == ["The drug may help."]  # p: not cited
-    assert [f.text for f in findings.lead(found, question, {"s", "p"}, cited={"p"})] == [
+    assert [f.text for f in findings.lead(found, analyse(question), {"s", "p"})] == ["The drug may help."]  # p: not cited
+    assert [f.text for f in findings.lead(found, analyse(question), {"s", "p"}, cited={"p"})] == [
         "The drug may help.", "Stroke was delayed by 14 minutes."]
-    assert [f.text for f in findings.lead(found, question, {"p"})] == ["Stroke was delayed by 14 minutes."]
+    assert [f.text for f in findings.lead(found, analyse(question), {"p"})] == ["Stroke was delayed by 14 minutes."]
     # the model found no answer: only a labelled conclusion, the authors' own answer, still leads
-    assert [f.text for f in findings.lead(found, question, {"s", "p"}, declined=True)] == ["The drug may help."]
-    assert findings.lead(found, question, {"p"}, declined=True) == []
+    assert [f.text for f in findings.lead(found, analyse(question), {"s", "p"}, declined=True)] == ["The drug may help."]
+    assert findings.lead(found, analyse(question), {"p"}, declined=True) == []
     # a paper that does not state what the question names or counts is not quoted
-    assert findings.lead(found, "Does aspirin prevent stroke in 64 patients?", {"s", "p"}) == []
-    assert findings.lead(found, "Does Clopidogrel prevent stroke?", {"s"}) == []
+    assert findings.lead(found, analyse("Does aspirin prevent stroke in 64 patients?"), {"s", "p"}) == []
+    assert findings.lead(found, analyse("Does Clopidogrel prevent stroke?"), {"s"}) == []
 
 
 def test_an_answer_opens_with_the_quotes_and_drops_what_only_repeats_them() -> None:

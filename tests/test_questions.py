@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from assistant.answer.questions import is_yes_no, states_proposition
+from assistant.answer.questions import analyse, is_yes_no, states_proposition
 
 
 @pytest.mark.parametrize("question", [
@@ -41,7 +41,7 @@ QUESTION = "Do mutations causing low HDL-C promote increased carotid intima-medi
     "The study found that mutations causing low HDL-C promote carotid intima-media thickness.",
 ])
 def test_a_sentence_with_only_the_questions_words_states_its_proposition(text: str) -> None:
-    assert states_proposition(text, QUESTION)
+    assert states_proposition(text, analyse(QUESTION))
 
 
 @pytest.mark.parametrize("text", [
@@ -53,10 +53,43 @@ def test_a_sentence_with_only_the_questions_words_states_its_proposition(text: s
     "Carriers had lower HDL cholesterol levels than their family members.",
 ])
 def test_a_finding_does_not(text: str) -> None:
-    assert not states_proposition(text, QUESTION)
+    assert not states_proposition(text, analyse(QUESTION))
 
 
 def test_an_acronym_the_question_spells_out_is_the_questions_own() -> None:
     question = "Is double balloon enteroscopy efficacious and safe in a community setting?"
-    assert states_proposition("DBE is efficacious and safe in a community setting.", question)
-    assert not states_proposition("DBE is efficacious and safe in a community setting in 42 patients.", question)
+    assert states_proposition("DBE is efficacious and safe in a community setting.", analyse(question))
+    assert not states_proposition("DBE is efficacious and safe in a community setting in 42 patients.", analyse(question))
+
+
+@pytest.mark.parametrize("question", [
+    "Which papers speed up large language model inference with speculative decoding, and by how much?",
+    "How do MTMamba and MTMamba++ differ in the datasets they are evaluated on?",
+    "What PASCAL VOC mean IU does each version report?",
+    "What do recent studies find about statins and dementia?",
+    "How does sparse attention compare with linear attention?",
+])
+def test_questions_about_several_papers(question: str) -> None:
+    asked = analyse(question)
+    assert asked.several and not asked.one_paper
+
+
+@pytest.mark.parametrize("question", [
+    "How many more problems does a model trained with multi-token prediction solve compared with next-token prediction?",
+    "What method represents each entity without storing a separate vector for each one?",
+    "Which network learns the shape of the region it looks at around each pixel?",
+    "By how much does Jina-ColBERT-v2 cut storage requirements compared to previous models?",
+])
+def test_questions_about_one_paper(question: str) -> None:
+    asked = analyse(question)
+    assert not asked.several and asked.one_paper
+
+
+def test_a_yes_no_question_is_not_answered_from_one_paper_only() -> None:
+    assert not analyse("Do mutations causing low HDL-C promote increased carotid intima-media thickness?").one_paper
+
+
+def test_a_question_is_read_once_into_its_words_names_and_numbers() -> None:
+    asked = analyse("Does TokenFormer cut training GPU hours by more than 50%?")
+    assert asked.yes_no and asked.names == {"tokenformer", "gpu"} and "hour" in asked.terms
+    assert asked.quantities and asked.words > asked.terms

@@ -18,7 +18,8 @@
 5. Attribute: the model's own citation is kept when that source supports the claim and no
    other supports it clearly better (``REATTRIBUTE_MARGIN``); otherwise the best supporting
    source is cited, and a claim no source supports is listed as unsupported (and keeps no
-   citation). Sources that retrieval ranks well below the best (not *citable*) are guarded
+   citation; a claim that shares its sentence with a cited one is left out of the text, where
+   it would read as cited). Sources that retrieval ranks well below the best (not *citable*) are guarded
    against padding: a claim only they support is set aside (left out of the answer), unless
    the model read them whole and they support it strongly (``STRONG_SUPPORT``; the caller
    says so with ``strong_exempt``). A small model shown one excerpt per source tends to
@@ -28,7 +29,10 @@
    something is written: "X is described in [1]", "Sources provide specific details on this
    phenomenon [2]") is left as it is, uncited, and does not count as an answer. A yes/no
    verdict about a named thing ("Yes, Time-MoE uses a mixture-of-experts design") is an
-   answer, though, and verified like any claim.
+   answer, though, and verified like any claim. A claim written without a marker is cited
+   to the source that states it, like any other. On a question about one paper
+   (`Question.one_paper`), the answer cites one paper, the best-ranked that
+   supports any of its claims; claims that paper does not state are set aside (`focus`).
 6. Renumber the cited sources by first use: [1] is the first source the answer cites.
 
 An answer of bare markers ("[1] [3]", typical of a small model for "which papers …"
@@ -48,7 +52,7 @@ from collections.abc import Callable
 import numpy as np
 
 from assistant.answer.context import Source
-from assistant.answer.questions import states_proposition
+from assistant.answer.questions import Question, states_proposition
 from assistant.answer.refusals import is_refusal
 from assistant.corpus.display import sentences
 from assistant.types import Citation, Finding
@@ -116,6 +120,7 @@ class Claim:
     withheld: bool = False
     proposition: bool = False
     evidence: dict[int, Evidence] | None = None
+    sentence: int = 0
 
 
 def _move_inline_markers(sentence: str) -> str:
@@ -147,19 +152,19 @@ def _move_inline_markers(sentence: str) -> str:
 def split_claims(answer: str) -> list[Claim]:
     """Split an answer into claims at sentence ends and after each marker group."""
     claims: list[Claim] = []
-    for sentence in map(_move_inline_markers, sentences(answer)):
+    for number, sentence in enumerate(map(_move_inline_markers, sentences(answer))):
         position = 0
         for match in _MARKER.finditer(sentence):
             text = sentence[position : match.start()]
             numbers = parse_marker(match.group(1))
             if text.strip(" ,;.") or not claims:
-                claims.append(Claim(text=text, cited=numbers))
+                claims.append(Claim(text=text, cited=numbers, sentence=number))
             else:
                 claims[-1].cited += numbers
             position = match.end()
         rest = sentence[position:]
         if rest.strip(" .,;:!?"):
-            claims.append(Claim(text=rest, cited=[]))
+            claims.append(Claim(text=rest, cited=[], sentence=number))
         elif claims:
             claims[-1].trailer += rest
     return claims
@@ -225,7 +230,7 @@ def _claim_core(text: str) -> str:
     return _LEADING_VERDICT.sub("", text).strip(" ,;:.")
 
 
-def read_verdicts(claims: list[Claim], question: str, verdicts: bool) -> None:
+def read_verdicts(claims: list[Claim], question: Question, verdicts: bool) -> None:
     """For an answer to a yes/no question: each claim's verdict word ("Yes, …", "No." before
     the claim it prefaces, "Mixed: …"), and which claims only state the question's
     proposition (`questions.states_proposition`).
@@ -278,10 +283,9 @@ def attribute(
     answer: str,
     sources: list[Source],
     embed: Embed,
-    question: str = "",
+    question: Question | None = None,
     citable: set[int] | None = None,
     strong_exempt: bool = True,
-    yes_no: bool = False,
     verdicts: bool = True,
 ) -> Attribution:
     """Verify every claim of ``answer`` against ``sources`` and renumber the citations.
@@ -290,14 +294,15 @@ def attribute(
     numbers of the sources any supported claim may cite (default: all); the others, with
     ``strong_exempt``, claims they support strongly. With the ``question``, a claim that
     only restates it ("Yes, the size of the chunks matters") is neither cited nor flagged,
-    and it does not count as a supported claim. With ``yes_no`` (the question asks whether
-    something is so), verdicts are read, and kept only with ``verdicts`` (`read_verdicts`).
+    and it does not count as a supported claim; on a yes/no question verdicts are read, and
+    kept only with ``verdicts`` (`read_verdicts`); and on a one-paper question the answer
+    cites one paper (`focus`).
     """
     by_number = {s.number: s for s in sources}
     citable = set(by_number) if citable is None else citable
-    asked = frozenset(content_words(question))
+    asked = question.words if question else frozenset()
     claims = split_claims(answer)
-    if yes_no:
+    if question and question.yes_no:
         read_verdicts(claims, question, verdicts)
     checked = []
     for claim in claims:
@@ -321,21 +326,28 @@ def attribute(
             claim.source = max(own, key=lambda n: allowed[n]) if own else best
         elif backed:  # only sources ranked well below the best support it: padding
             claim.set_aside = True
+    if question and question.one_paper:
+        focus(checked)
 
     order: dict[int, int] = {}
     evidence: dict[int, list[str]] = {}
     scores: dict[int, float] = {}
     verdicts_of: dict[int, set[str]] = {}
     pieces, unsupported = [], []
+    cited_sentences = {c.sentence for c in claims if c.source is not None}
     for claim in claims:
         text = claim.text.rstrip()
-        if claim.set_aside or claim.refusal or claim.withheld:  # keep the sentence end it may have carried
-            if pieces and claim.trailer.strip() and not pieces[-1].rstrip().endswith((".", "!", "?")):
-                pieces[-1] = pieces[-1].rstrip(" ,;") + claim.trailer.strip()
+        left_out = claim.set_aside or claim.refusal or claim.withheld
+        unverified = not left_out and claim.source is None and not claim.restates and len(content_words(text)) >= 3
+        if unverified:
+            unsupported.append(text.strip(" ,;") if claim.sentence in cited_sentences else text.strip())
+        # an unverified part of a sentence that cites a source would read as cited: left out
+        if left_out or unverified and claim.sentence in cited_sentences:  # keep the sentence end it may have carried
+            end = claim.trailer.strip() or (text[-1] if text[-1:] in ".!?" else "")
+            if pieces and end and not pieces[-1].rstrip().endswith((".", "!", "?")):
+                pieces[-1] = pieces[-1].rstrip(" ,;") + end
             continue
         if claim.source is None:
-            if not claim.restates and len(content_words(text)) >= 3:
-                unsupported.append(text.strip())
             pieces.append(text + claim.trailer)
             continue
         new = order.setdefault(claim.source, len(order) + 1)
@@ -364,6 +376,25 @@ def attribute(
     )
 
 
+def focus(claims: list[Claim]) -> None:
+    """Make the verified ``claims`` of an answer to a one-paper question cite one paper: the
+    best-ranked source (sources are numbered in rank order) that supports any of them. A claim
+    it supports too is cited to it; one it does not is set aside: on such a question the
+    paper that answers is retrieval's best far more often than not, and a second paper's
+    claim states something the question did not ask (`Question.one_paper`)."""
+    supported = [c for c in claims if c.source is not None]
+    if not supported:
+        return
+    paper = min(c.source for c in supported if c.source is not None)
+    for claim in supported:
+        if claim.source == paper or claim.evidence is None:
+            continue
+        if claim.evidence[paper].score >= SUPPORT_THRESHOLD:
+            claim.source = paper
+        else:
+            claim.source, claim.set_aside = None, True
+
+
 def _restates(claim: str, asked: frozenset[str]) -> bool:
     """Whether a claim only repeats the question's content words (besides words that say
     where or that something is written), and is not a yes/no verdict about a name."""
@@ -386,23 +417,23 @@ def bare_citations(answer: str) -> list[int]:
     return list(dict.fromkeys(n for m in _MARKER.finditer(answer) for n in parse_marker(m.group(1))))
 
 
-def echoed_citations(answer: str, question: str) -> list[int]:
+def echoed_citations(answer: str, question: Question) -> list[int]:
     """The source numbers of an answer that only restates the question around its markers
     ("The work by [1] found that <the question's own words>"): like bare markers, it says
     which source answers and nothing more. Empty if any claim says something of its own."""
-    asked = frozenset(content_words(question))
+    asked = question.words
     claims = split_claims(answer)
     if not claims or not all(_restates(c.text, asked) or not content_words(c.text) for c in claims):
         return []
     return list(dict.fromkeys(n for c in claims for n in c.cited))
 
 
-def quote_sources(numbers: list[int], sources: list[Source], question: str) -> str:
+def quote_sources(numbers: list[int], sources: list[Source], question: Question) -> str:
     """An answer quoting, for each of these sources, its excerpt's sentence closest to
     the question (sharing most of its words; stating specifics breaks near-ties), cited:
     what a bare-citation answer points at, spelled out."""
     by_number = {s.number: s for s in sources}
-    asked = content_words(question)
+    asked = question.words
 
     def closeness(sentence: str) -> float:
         return share(asked, sentence) + QUOTE_SPECIFICS_WEIGHT * specifics(sentence)

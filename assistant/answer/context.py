@@ -42,8 +42,9 @@ from typing import Literal
 
 import numpy as np
 
+from assistant.answer.questions import Question
 from assistant.corpus.sections import Part, parts
-from assistant.words import content_words, share, specifics
+from assistant.words import share, specifics
 from assistant.index.embedders import Embedder
 from assistant.tokens import count_tokens, trim_to_tokens
 from assistant.types import Citation, Hit
@@ -95,20 +96,19 @@ class Read:
 class Reading:
     """The hits read for a question (`read`), in rank order, and the question's embedding."""
 
-    question: str
+    question: Question
     hits: tuple[Read, ...]
     question_vector: np.ndarray
 
 
-def closeness(question: str, question_vector: np.ndarray, texts: list[str], vectors: np.ndarray) -> np.ndarray:
+def closeness(question: Question, question_vector: np.ndarray, texts: list[str], vectors: np.ndarray) -> np.ndarray:
     """How close each sentence is to what the question asks (see the module docstring)."""
-    asked = content_words(question)
-    overlap = np.array([share(asked, text) for text in texts])
+    overlap = np.array([share(question.words, text) for text in texts])
     stated = np.array([specifics(text) for text in texts])
     return vectors @ question_vector + WORD_OVERLAP_WEIGHT * overlap + SPECIFICS_WEIGHT * stated
 
 
-def read(question: str, hits: list[Hit], embedder: Embedder) -> Reading:
+def read(question: Question, hits: list[Hit], embedder: Embedder) -> Reading:
     """Split every hit into its sentences and sections and embed them, with the question, in
     one call: what the findings, the excerpts and the claim check all use."""
     per_hit = [
@@ -116,7 +116,7 @@ def read(question: str, hits: list[Hit], embedder: Embedder) -> Reading:
         or [Part("", "", None, None, 0)]
         for hit in hits
     ]
-    vectors = embedder.embed([question] + [p.sentence for group in per_hit for p in group])
+    vectors = embedder.embed([question.text] + [p.sentence for group in per_hit for p in group])
     question_vector, rows = vectors[0], vectors[1:]
     read_hits, start = [], 0
     for hit, group in zip(hits, per_hit, strict=True):
@@ -211,7 +211,7 @@ def _best_sentences(
 
 
 def closest_evidence(
-    question: str,
+    question: Question,
     question_vector: np.ndarray,
     sources: list[Source],
     min_relevance: float,

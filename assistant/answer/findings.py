@@ -26,9 +26,10 @@ from __future__ import annotations
 import numpy as np
 
 from assistant.answer.context import Read, Reading
+from assistant.answer.questions import Question
 from assistant.corpus.sections import Part, states_number, study
 from assistant.types import Abstract, Finding
-from assistant.words import mentions, question_names, unstated_numbers
+from assistant.words import mentions, unstated_numbers
 
 __all__ = ["Finding", "choose", "lead", "of_paper", "result_parts", "sentences_of"]
 
@@ -100,17 +101,17 @@ def choose(reading: Reading, min_relevance: float = 0.0) -> list[Finding]:
     ]
 
 
-def states_asked(question: str, abstract: Abstract) -> bool:
+def states_asked(question: Question, abstract: Abstract) -> bool:
     """Whether a paper states every name and number the question asks about (the claim
     check's hard constraints, put to the question): "Does Finedeep use more than 64 experts?"
     is not answered by a Finedeep abstract that never says 64."""
     text = f"{abstract.title}. {abstract.text}"
-    return all(mentions(name, text) for name in question_names(question)) and not unstated_numbers(question, text)
+    return all(mentions(name, text) for name in question.names) and not unstated_numbers(question.text, text)
 
 
 def lead(
     found: list[Finding],
-    question: str,
+    question: Question,
     papers: set[str],
     cited: set[str] = frozenset(),
     declined: bool = False,

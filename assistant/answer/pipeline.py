@@ -10,8 +10,9 @@ model's text deltas, then the verified `Answer`. The model reads each paper's fi
 The pipeline receives what it uses (`Parts`: search, embedder, generator, the question's
 subject terms, settings) from its caller and never reaches back up into it.
 
-A yes/no question (`questions.is_yes_no`) is put to the model as a request for the finding
-that decides it (``prompts/finding.md``), and its verdict is kept only where the answering
+The question is read once (`questions.analyse`): its words, names, numbers and form, which
+the findings, the prompt and the claim check all take. A yes/no question is put to the model
+as a request for the finding that decides it (``prompts/finding.md``), and its verdict is kept only where the answering
 model's verdicts can be trusted (``Settings.verdicts``; `citations.read_verdicts`). For a model
 whose verdicts are not trusted, the answer opens with the near-best papers' own conclusions (or,
 where a paper states none, its result), quoted and cited (`findings.lead`,
@@ -106,7 +107,7 @@ def _abstention(
     )
 
 
-def read_findings(parts: Parts, question: str, hits: list[Hit]) -> tuple[context.Reading, list[Finding]]:
+def read_findings(parts: Parts, question: questions.Question, hits: list[Hit]) -> tuple[context.Reading, list[Finding]]:
     """The hits the model is shown (in the sentences style, those scoring at least
     ``source_score_ratio`` of the best), read, and the findings of the relevant ones."""
     settings = parts.settings
@@ -157,23 +158,23 @@ def stream_answer(
         yield _abstention(query, hits, "low_relevance", generator.model_name, timings=timings)
         return
 
-    reading, found = read_findings(parts, query, hits)
+    asked = questions.analyse(query)
+    reading, found = read_findings(parts, asked, hits)
     timings["findings"] = time.perf_counter() - started
     yield Retrieved(query, hits, found)
     generator = parts.load_generator()
-    yes_no = questions.is_yes_no(query)
     near_best = {hit.abstract.id for hit in _select(hits, settings.citation_score_ratio)}
     # A yes/no question put to a model whose verdicts are not trusted: the answer will open with
     # the papers' own conclusions (or results), quoted; the model, shown each paper's result
     # first in a leaner prompt, adds the deciding result.
-    quoting = yes_no and not settings.gives_verdicts and bool(found)
+    quoting = asked.yes_no and not settings.gives_verdicts and bool(found)
     budget, most = plan.tokens, settings.llm_max_tokens
     if quoting:
         most = min(most, settings.quoted_max_tokens)
         budget = min(budget, settings.quoted_context_tokens) if plan.style == "sentences" else budget
     shown_first = findings.sentences_of([f for f in found if not quoting or f.kind == "result"], reading)
     sources, question_vector = context.build(reading, budget, plan.style, first=shown_first)
-    prompt = _prompt(query, sources, yes_no, settings.gives_verdicts)
+    prompt = _prompt(asked, sources, settings.gives_verdicts)
     usage = Usage()
     pieces: list[str] = []
     for delta in generator.stream([{"role": "user", "content": prompt}], most, usage):
@@ -186,7 +187,7 @@ def stream_answer(
         raw = _finished(raw)
     timings["total"] = time.perf_counter() - started
     shown = [s.hit for s in sources]
-    evidence = partial(context.closest_evidence, query, question_vector, sources, settings.min_relevance)  # on abstention only
+    evidence = partial(context.closest_evidence, asked, question_vector, sources, settings.min_relevance)  # on abstention only
     fields = {"timings": timings, "usage": usage, "raw_text": raw, "excerpts": [s.excerpt for s in sources],
               "findings": found}
     marked = bool(_NOT_IN_SOURCES.search(raw))
@@ -194,16 +195,16 @@ def stream_answer(
     if not answer_text and not quoting:
         yield _abstention(query, shown, "model_declined", generator.model_name, evidence=evidence(), **fields)
         return
-    bare = citations.bare_citations(answer_text) or citations.echoed_citations(answer_text, query)
+    bare = citations.bare_citations(answer_text) or citations.echoed_citations(answer_text, asked)
     if bare:
-        answer_text = citations.quote_sources(bare, sources, query) or answer_text
+        answer_text = citations.quote_sources(bare, sources, asked) or answer_text
     citable = {s.number for s in sources if s.hit.abstract.id in near_best}
     checked = citations.attribute(
-        answer_text, sources, parts.embedder.embed, query, citable, strong_exempt=plan.style == "abstracts",
-        yes_no=yes_no, verdicts=settings.gives_verdicts,
+        answer_text, sources, parts.embedder.embed, asked, citable, strong_exempt=plan.style == "abstracts",
+        verdicts=settings.gives_verdicts,
     )
     declined = checked.supported_claims == 0 and (bool(checked.declined) or marked or not answer_text)
-    quoted = findings.lead(found, query, near_best, {c.abstract.id for c in checked.citations}, declined) if quoting else []
+    quoted = findings.lead(found, asked, near_best, {c.abstract.id for c in checked.citations}, declined) if quoting else []
     if checked.supported_claims == 0 and not quoted:
         reason = "model_declined" if checked.declined or marked else "verdict_only" if checked.withheld else "unsupported"
         yield _abstention(query, shown, reason, generator.model_name, declined=checked.declined,
@@ -244,13 +245,13 @@ def _as_written(terms: Mapping[str, Any], question: str) -> str:
     return ", ".join(m.group(0) if m else term for m, term in zip(found, terms, strict=True))
 
 
-def _prompt(question: str, sources: list[context.Source], yes_no: bool, verdicts: bool) -> str:
+def _prompt(question: questions.Question, sources: list[context.Source], verdicts: bool) -> str:
     """The answer prompt: a yes/no question asks for the finding that decides it (with a
     verdict word only from a model whose verdicts are kept), any other for the answer."""
-    if not yes_no:
-        return prompts.render("answer", sources=context.render(sources), question=question)
+    if not question.yes_no:
+        return prompts.render("answer", sources=context.render(sources), question=question.text)
     rule = prompts.load("verdict_rule") if verdicts else ""
-    return prompts.render("finding", sources=context.render(sources), question=question, verdict_rule=rule)
+    return prompts.render("finding", sources=context.render(sources), question=question.text, verdict_rule=rule)
 
 
 def condense(generator: Generator, history: list[tuple[str, Answer]], question: str, max_tokens: int) -> str:
