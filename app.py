@@ -157,7 +157,8 @@ def build(assistant: Assistant) -> gr.Blocks:
                 with gr.Row():
                     with gr.Column(scale=3):
                         chatbot = gr.Chatbot(
-                            height=520, sanitize_html=True, label="Chat", elem_id="chat", buttons=["copy", "copy_all"]
+                            height=520, sanitize_html=True, label="Chat", elem_id="chat", buttons=["copy", "copy_all"],
+                            layout="panel",
                         )
                         message = gr.Textbox(
                             placeholder="Ask about the indexed abstracts…", label="Question", elem_id="question"

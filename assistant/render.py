@@ -27,7 +27,10 @@ CSS = """
 .source .meta, .hit .meta { color: var(--body-text-color-subdued); font-size: .9em; }
 mark.evidence, mark.passage, mark.result { background: #fff3a3; color: inherit; }
 mark.conclusion { background: #d9ecff; color: inherit; }
-table.findings { border-collapse: collapse; width: 100%; margin-bottom: .8em; font-size: .92em; }
+table.findings { border-collapse: collapse; width: 100%; margin-bottom: .8em; font-size: .92em; table-layout: fixed; }
+table.findings th.paper { width: 30%; } table.findings th.result { width: 40%; }
+table.findings td { overflow-wrap: break-word; hyphens: auto; }
+table.findings tr.not-cited td { color: var(--body-text-color-subdued); }
 table.findings th, table.findings td { border: 1px solid var(--border-color-primary); padding: .3em .45em;
   vertical-align: top; text-align: left; }
 table.findings .meta { color: var(--body-text-color-subdued); font-size: .9em; }
@@ -136,32 +139,38 @@ def _source_html(element_id: str, citation: Citation) -> str:
     )
 
 
-def findings_html(findings: list[Finding], turn: int) -> str:
+def findings_html(findings: list[Finding], turn: int, cited: set[str] | None = None) -> str:
     """The relevant papers' findings as a table, one row per paper: its rank, linked title and
     study snapshot, then its result and its authors' conclusion, quoted (section label shown),
-    and its whole abstract, collapsed, with both sentences highlighted. Empty without findings."""
+    and its whole abstract, collapsed, with both sentences highlighted. Once an answer is
+    verified, ``cited`` names the papers it cites (abstract ids): the others' rows are shown
+    as not cited, their sentences not highlighted as evidence. Empty without findings."""
     if not findings:
         return ""
     rows = []
     for group in by_paper(findings):
         first = group[0]
+        evidence = cited is None or first.abstract.id in cited
         cells = {}
         for finding in group:
             section = f' <span class="meta">({html.escape(finding.section)})</span>' if finding.section else ""
-            cells[finding.kind] = f'<mark class="{finding.kind}">{html.escape(finding.text)}</mark>{section}'
-        quoted = tuple(part for f in group for part in f.text.split(" … "))
+            quote = html.escape(finding.text)
+            cells[finding.kind] = (f'<mark class="{finding.kind}">{quote}</mark>' if evidence else quote) + section
+        quoted = tuple(part for f in group for part in f.text.split(" … ")) if evidence else ()
         abstract = _highlight(first.abstract.text, quoted, {p: f.kind for f in group for p in f.text.split(" … ")})
+        note, row = ("", "") if evidence else ('<div class="meta">not cited by the answer</div>', ' class="not-cited"')
         rows.append(
-            f'<tr id="t{turn}-finding-{first.rank}"><td><strong>{first.rank}.</strong> '
-            f"{link(first.abstract.url, first.abstract.title)}"
-            f'<div class="meta">{html.escape(first.study.line())}</div></td>'
+            f'<tr id="t{turn}-finding-{first.rank}"{row}><td>'
+            f"<strong>{first.rank}.</strong> {link(first.abstract.url, first.abstract.title)}"
+            f'<div class="meta">{html.escape(first.study.line())}</div>{note}</td>'
             f'<td>{cells.get("result", "–")}</td><td>{cells.get("conclusion", "–")}</td></tr>'
             f'<tr class="finding-abstract"><td colspan="3"><details><summary>Abstract of {first.rank}</summary>'
             f"<p>{abstract}</p></details></td></tr>"
         )
     return (
-        f'<table class="findings" id="t{turn}-findings"><thead><tr><th>Paper</th><th>Result</th>'
-        f"<th>Authors' conclusion</th></tr></thead><tbody>{''.join(rows)}</tbody></table>\n\n"
+        f'<table class="findings" id="t{turn}-findings"><thead><tr><th class="paper">Paper</th>'
+        f'<th class="result">Result</th><th class="conclusion">Authors\' conclusion</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table>\n\n"
     )
 
 
@@ -185,19 +194,20 @@ def answer_html(answer: Answer, turn: int) -> str:
         f"[{m.group(1)}]</a>",
         text,
     )
-    if answer.unsupported:
+    if any(html.escape(sentence) in text for sentence in answer.unsupported):
         text += "\n\n<small>⚠ marks sentences that no retrieved abstract supports.</small>"
+    dropped = [claim for claim in answer.unsupported if html.escape(claim) not in text] + answer.set_aside
     if answer.withheld:
         count = len(answer.withheld)
         left_out = "".join(f"<li>{html.escape(claim)}</li>" for claim in answer.withheld)
         text += (f"\n\n<details><summary><small>{count} verdict{'s' if count > 1 else ''} left out: this model's "
                  f"yes/no verdicts are not reliable; read the findings.</small></summary><ul>{left_out}</ul></details>")
-    if answer.set_aside:
-        count = len(answer.set_aside)
-        left_out = "".join(f"<li>{html.escape(claim)}</li>" for claim in answer.set_aside)
-        text += (f"\n\n<details><summary><small>{count} statement{'s' if count > 1 else ''} left out: only a "
-                 f"source ranked well below the best supports it.</small></summary><ul>{left_out}</ul></details>")
-    text = findings_html(answer.findings, turn) + text
+    if dropped:
+        items = "".join(f"<li>{html.escape(claim)}</li>" for claim in dropped)
+        text += (f"\n\n<details><summary><small>{len(dropped)} statement{'s' if len(dropped) > 1 else ''} left out: "
+                 f"no source that answers the question states it.</small></summary><ul>{items}</ul></details>")
+    cited = None if answer.abstained else {c.abstract.id for c in answer.citations}
+    text = findings_html(answer.findings, turn, cited) + text
     if answer.citations:
         listed = "".join(_source_html(source_id(turn, c.number), c) for c in answer.citations)
         text += (

@@ -129,12 +129,16 @@ def test_ingest_report_lists_what_was_rejected() -> None:
     assert "skipped 3 already indexed (2 by DOI, PMID or arXiv id), rejected 0" in by_identifier
 
 
-def test_statements_set_aside_are_counted_under_the_answer() -> None:
-    answer = Answer(text="Supported [1].", citations=[Citation(1, PLAIN)], sources=[Hit(PLAIN, 1.0, 1)],
+def test_statements_left_out_are_listed_under_the_answer() -> None:
+    answer = Answer(text="Supported [1]. Not verified here.", citations=[Citation(1, PLAIN)],
+                    sources=[Hit(PLAIN, 1.0, 1)], unsupported=["Not verified here.", "while DDP reaches 0.08 REL"],
+                    withheld=["Yes, it does."],
                     set_aside=["A related paper does <b>something</b> else", "Another one"])
     rendered = answer_html(answer, 1)
-    assert "2 statements left out: only a source ranked well below the best supports it." in rendered
-    assert "<li>A related paper does &lt;b&gt;something&lt;/b&gt; else</li><li>Another one</li>" in rendered
+    assert "3 statements left out: no source that answers the question states it." in rendered
+    assert ("<li>while DDP reaches 0.08 REL</li><li>A related paper does &lt;b&gt;something&lt;/b&gt; else</li>"
+            "<li>Another one</li>") in rendered
+    assert "⚠ Not verified here." in rendered and "⚠ marks sentences" in rendered
     assert "left out" not in answer_html(Answer(text="Supported [1].", citations=[Citation(1, PLAIN)]), 1)
 
 
@@ -152,5 +156,9 @@ def test_findings_are_a_table_above_the_answer_each_quote_highlighted_in_its_abs
     assert "2021 · J &lt;Ex&gt; · Randomized Controlled Trial · n = 240" in table and "<td>–</td>" in table
     answer = Answer(text="The authors of [1] report: \u201cSupporting sentence here.\u201d",
                     citations=[Citation(1, PLAIN, ("Supporting sentence here.",), 1.0)], findings=found)
-    assert answer_html(answer, 3).startswith(table)
-    assert findings_html([], 1) == ""
+    shown = answer_html(answer, 3)
+    assert shown.startswith('<table class="findings" id="t3-findings">'), "the table, then the answer"
+    assert '<tr id="t3-finding-1"><td>' in shown and '<mark class="result">Supporting sentence here.</mark>' in shown
+    assert '<tr id="t3-finding-2" class="not-cited">' in shown and "not cited by the answer" in shown
+    assert '<mark class="result">&lt;script&gt;' not in shown, "a paper the answer does not cite is not shown as evidence"
+    assert findings_html(found, 3, cited=None) == table and findings_html([], 1) == ""
