@@ -27,6 +27,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 from assistant import Assistant, evaluation  # noqa: E402
 from assistant.answer import citations, context  # noqa: E402
 from assistant.answer.context import render  # noqa: E402
+from assistant.answer.questions import analyse  # noqa: E402
 from assistant.answer.pipeline import names_subject  # noqa: E402
 from assistant.retrieval import subject_terms  # noqa: E402
 from assistant.words import names, quantities  # noqa: E402
@@ -49,7 +50,7 @@ def main() -> None:
     for name in ("claims.jsonl", "claims-heldout.jsonl"):
         for item in evaluation.load_qa(DATA / name):
             hits = assistant.search(item["question"], k=plan.top_k)
-            sources, _ = context.build(context.read(item["question"], hits, assistant.embedder), plan.tokens, plan.style)
+            sources, _ = context.build(context.read(analyse(item["question"]), hits, assistant.embedder), plan.tokens, plan.style)
             reply, _ = resolve(item["reply"], render(sources), item["sources"])
             subject = subject_terms(item["question"], assistant.bm25)
             runs = []
@@ -57,7 +58,7 @@ def main() -> None:
                 quantities.cache_clear()  # cold: nothing read by an earlier run is kept
                 names.cache_clear()
                 started = time.perf_counter()
-                checked = citations.attribute(reply, sources, assistant.embedder.embed, item["question"])
+                checked = citations.attribute(reply, sources, assistant.embedder.embed, analyse(item["question"]))
                 names_subject(subject, checked.citations)
                 runs.append(time.perf_counter() - started)
             costs.append(statistics.median(runs) * 1000)

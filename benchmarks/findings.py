@@ -19,6 +19,9 @@
    fixed on PubMedQA and an earlier SciFact sample); every extraction on that sample must be
    labelled.
 5. **Time to findings.** Search, reading and choosing, per question, on the ML dev questions.
+6. **What the findings hold, ML questions.** Per question set (dev, held-out, held-out 2) and
+   type: the ``must_contain`` facts in the quoted findings, the facts in the gold abstracts the
+   table lists, the gold papers among its papers, and its papers that are gold.
 
 Writes ``benchmarks/results/findings.json``. Never part of the test run.
 """
@@ -38,6 +41,7 @@ import numpy as np
 import pubmedqa
 from assistant import Assistant, evaluation
 from assistant.answer import context, findings
+from assistant.answer.questions import analyse
 from assistant.corpus import sections
 from assistant.corpus.display import sentences
 from assistant.types import Abstract, Hit
@@ -58,7 +62,7 @@ def unlabelled(assistant: Assistant, items: list[dict], with_conclusion: bool) -
             parts.append({"label": "CONCLUSIONS", "text": item["long_answer"]})
         results = " ".join(s["text"] for s in parts if _RESULTS.search(s["label"]))
         paper = Abstract(id=item["pmid"], text=" ".join(s["text"] for s in parts), title="", source="x", titled=False)
-        read = context.read(item["question"], [Hit(paper, 1.0, 1, relevance=1.0)], assistant.embedder).hits[0]
+        read = context.read(analyse(item["question"]), [Hit(paper, 1.0, 1, relevance=1.0)], assistant.embedder).hits[0]
         result = next((f for f in findings.of_paper(read) if f.kind == "result"), None)
         in_results += bool(result and result.text in results)
         closest_in_results += read.parts[int(np.argmax(read.closeness))].text in results
@@ -92,6 +96,34 @@ def sample_sizes() -> dict[str, float]:
         raise SystemExit(f"label these extractions first: {unlabelled_}")
     correct = sum(labels[i]["correct"] for i in read)
     return {"abstracts": len(checked), "read": len(read), "correct": correct, "precision": correct / len(read)}
+
+
+def ml_table(assistant: Assistant, path: Path) -> dict[str, dict[str, float]]:
+    """Section 6 for one QA file: per type, the shares described in the module docstring."""
+    items = evaluation.load_qa(path)
+    gold = evaluation.gold_ids(assistant, items)
+    counts: dict[str, dict[str, float]] = {}
+    for item in items:
+        wanted = gold[item["id"]]
+        if not wanted:
+            continue
+        found = assistant.findings(item["question"])
+        papers = {f.abstract.id for f in found}
+        quoted = " ".join(f.text for f in found)
+        listed = " ".join({f.abstract.id: f.abstract.text for f in found if f.abstract.id in wanted}.values())
+        facts = item["must_contain"]
+        for group in (item["type"], "all"):
+            c = counts.setdefault(group, dict.fromkeys(("facts", "quoted", "listed", "gold", "gold_listed", "papers"), 0.0))
+            c["facts"] += len(facts)
+            c["quoted"] += sum(evaluation._contains(quoted, fact) for fact in facts)
+            c["listed"] += sum(evaluation._contains(listed, fact) for fact in facts)
+            c["gold"] += len(wanted)
+            c["gold_listed"] += len(papers & wanted)
+            c["papers"] += len(papers)
+    return {group: {"facts_in_findings": c["quoted"] / c["facts"], "facts_in_gold_listed": c["listed"] / c["facts"],
+                    "gold_among_papers": c["gold_listed"] / c["gold"],
+                    "papers_that_are_gold": c["gold_listed"] / c["papers"] if c["papers"] else 0.0}
+            for group, c in counts.items()}
 
 
 def main() -> None:
@@ -132,6 +164,13 @@ def main() -> None:
         row("", "the same, PubMedQA train 0:500 (PubMed XML)",
             f"{shown['p50_ms']:.0f} / {shown['p95_ms']:.0f} ms"),
     ]
+    for name, file in (("dev", "dev.jsonl"), ("held-out", "heldout.jsonl"), ("held-out 2", "heldout2.jsonl")):
+        for group, t in sorted(ml_table(ml, ROOT / "tests" / "data" / file).items()):
+            rows.append(row(f"findings_ml_{name.replace(' ', '')}_{group}",
+                            f"ML {name} {group}: facts in the quoted findings / in the gold abstracts listed; gold "
+                            "papers among the listed / listed papers that are gold",
+                            f"{t['facts_in_findings']:.2f} / {t['facts_in_gold_listed']:.2f}; "
+                            f"{t['gold_among_papers']:.2f} / {t['papers_that_are_gold']:.2f}"))
     for r in rows:
         print(f"{r['figure']}: {r['value']}")
     save("findings", "Findings chosen by code: results, conclusions, sample sizes, time (no model)", rows,
