@@ -21,6 +21,9 @@ ORDER = ["answers", "findings", "pubmedqa_pubmed", "pubmedqa", "pubmedqa_verdict
 README_FIGURES = [
     ("local_dev_all", "Local 1.5B model, dev questions: citation precision / recall, facts, abstention"),
     ("local_held-out_all", "Local 1.5B model, held-out questions: the same"),
+    ("local_held-out_paraphrase", "Local 1.5B model, held-out paraphrased questions: the same"),
+    ("local_held-out_multi", "Local 1.5B model, held-out multi-paper questions: the same"),
+    ("local_held-out-2_all", "Local 1.5B model, held-out 2 (never tuned on): the same"),
     ("capable_dev_kept", "Capable model (scripted), dev: correct answers kept"),
     ("capable_held-out_kept", "Capable model (scripted), held-out: correct answers kept"),
     ("capable_dev_altered", "Capable model (scripted), dev: altered numbers caught"),
@@ -34,10 +37,8 @@ README_FIGURES = [
     ("scifact_ndcg10", "SciFact train nDCG@10"),
     ("search_latency_sample", "Search latency p50 / p95, bundled corpus"),
     ("side_by_side_ingest", "Ingest of the bundled corpus, abstracts/s: plain LlamaIndex / this project"),
-    ("app_startup", "App start-up on a built index"),
     ("ui_sources", "In the browser: Enter to the retrieved sources on screen, p50 / p95"),
     ("ui_findings", "In the browser: Enter to the papers' findings on screen, p50 / p95"),
-    ("ui_search", "In the browser: search tab results, p50 / p95"),
 ]
 MARKERS = ("<!-- results:begin -->", "<!-- results:end -->")
 
