@@ -19,9 +19,9 @@
    other supports it clearly better (``REATTRIBUTE_MARGIN``); otherwise the best supporting
    source is cited, and a claim no source supports is listed as unsupported (and keeps no
    citation; a claim that shares its sentence with a cited one is left out of the text, where
-   it would read as cited). Sources that retrieval ranks well below the best (not *citable*) are guarded
-   against padding: a claim only they support is set aside (left out of the answer), unless
-   the model read them whole and they support it strongly (``STRONG_SUPPORT``; the caller
+   it would read as cited). Sources that retrieval ranks well below the best (not *citable*)
+   are guarded against padding: a claim only they support is set aside (left out of the
+   answer), unless the model read them whole and they support it strongly (``STRONG_SUPPORT``; the caller
    says so with ``strong_exempt``). A small model shown one excerpt per source tends to
    write one sentence per source, copied from off-question ones; such copies are strongly
    supported, and only their rank gives them away. A claim that only

@@ -10,12 +10,13 @@ and whether it is right cannot be read off the sources' words.
 
 A question asks about **one paper or several**. "Which papers speed up decoding?", "How do
 MTMamba and MTMamba++ differ?" and "What does each change?" ask for several; most questions
-ask for what one paper states ("… compared with a dense model?" compares within one paper). On a one-paper question the paper that answers is
-retrieval's best for it far more often than not, and the small model's extra sentences cite
-its neighbours for things the question did not ask: an answer to it cites one paper
-(`Question.one_paper`, `citations.focus`). `asks_several` reads the form only: the sources named
-in the plural, subjects compared ("compare", "differ", "versus"), or "each" standing for
-them; any of them makes a question several-paper, so a doubtful question loses nothing.
+ask for what one paper states ("… compared with a dense model?" compares within one paper).
+On a one-paper question the paper that answers is retrieval's best for it far more often
+than not, and the small model's extra sentences cite its neighbours for things the question
+did not ask: an answer to it cites one paper (`Question.one_paper`, `citations.focus`).
+`asks_several` reads the form only: the sources named in the plural, subjects compared
+("compare", "differ", "versus"), or "each" standing for them; any of them makes a question
+several-paper, so a doubtful question loses nothing.
 
 `is_yes_no` tells the form from the question's first clause that opens with an auxiliary
 verb or a question word. `states_proposition` tells a verdict from a finding: it covers most
