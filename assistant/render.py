@@ -194,9 +194,10 @@ def answer_html(answer: Answer, turn: int) -> str:
         f"[{m.group(1)}]</a>",
         text,
     )
-    if any(html.escape(sentence) in text for sentence in answer.unsupported):
+    marked = [claim for claim in answer.unsupported if html.escape(claim) in text]
+    if marked:
         text += "\n\n<small>⚠ marks sentences that no retrieved abstract supports.</small>"
-    dropped = [claim for claim in answer.unsupported if html.escape(claim) not in text] + answer.set_aside
+    dropped = [claim for claim in answer.unsupported if claim not in marked] + answer.set_aside
     if answer.withheld:
         count = len(answer.withheld)
         left_out = "".join(f"<li>{html.escape(claim)}</li>" for claim in answer.withheld)
