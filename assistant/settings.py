@@ -241,6 +241,13 @@ class Settings(BaseSettings):
         "`auto`: on for the openai backend; off for the bundled local model, whose measured verdicts on PubMedQA "
         "are no better than always answering the most common label (benchmarks/answers.py).",
     )
+    results_lead: Literal["auto", "on", "off"] = Field(
+        default="auto",
+        description="Whether an answer to a question that is not yes/no opens with the result sentence of each "
+        "paper it cites, quoted (`findings.cited_results`). `auto`: on for the bundled local model, whose "
+        "summaries drop numbers its cited papers state (benchmarks/answers.py: facts on single-paper questions); "
+        "off for the openai backend.",
+    )
 
     # OpenAI / OpenAI-compatible servers (used by the `openai` backends)
     openai_base_url: str | None = Field(
@@ -274,9 +281,16 @@ class Settings(BaseSettings):
     app_concurrency: int | None = Field(
         default=None,
         ge=1,
-        description="Answers the app generates at once; further requests wait in Gradio's queue, each user "
-        "seeing their place in it (default: 1 with the local model, which answers one question at a time; 4 "
-        "with the openai backend, whose server batches requests).",
+        description="Answers the app generates at once; further questions wait in the model's line (their "
+        "sources and findings already shown), each user seeing their place in it (default: 1 with the local "
+        "model, which answers one question at a time; 4 with the openai backend, whose server batches requests).",
+    )
+    app_questions_at_once: int = Field(
+        default=64,
+        ge=1,
+        description="Most chat questions the app takes at once. Each gets its sources and findings at once; only "
+        "its answer waits in the model's line (`answers_at_once` at a time, first come first served), where it "
+        "is shown its place. Questions beyond this wait in Gradio's queue.",
     )
     app_max_upload_mb: int = Field(
         default=50, ge=1, description="Largest file the app accepts for upload, in MB (larger ones get a message)."
@@ -325,6 +339,11 @@ class Settings(BaseSettings):
     def gives_verdicts(self) -> bool:
         """Whether the answering model's verdicts on yes/no questions are kept (``verdicts``)."""
         return self.verdicts == "on" or (self.verdicts == "auto" and self.llm_backend == "openai")
+
+    @property
+    def leads_with_results(self) -> bool:
+        """Whether answers to other than yes/no questions open with their cited papers' results (``results_lead``)."""
+        return self.results_lead == "on" or (self.results_lead == "auto" and self.llm_backend != "openai")
 
     @property
     def answers_at_once(self) -> int:

@@ -91,6 +91,23 @@ def test_the_lead_quotes_each_papers_conclusion_or_else_its_result() -> None:
     assert findings.lead(found, analyse("Does Clopidogrel prevent stroke?"), {"s"}) == []
 
 
+def test_an_answer_to_a_wh_question_quotes_the_results_of_the_papers_it_cites_only() -> None:
+    first = Abstract(id="a", text="We propose Foo. Foo is 3x faster than Bar. Foo may help.", title="Foo", source="f")
+    second = Abstract(id="b", text="Baz cuts memory by 40%.", title="Baz", source="f")
+    found = [
+        findings.Finding(first, "Foo is 3x faster than Bar.", "result"),
+        findings.Finding(first, "Foo may help.", "conclusion"),
+        findings.Finding(second, "Baz cuts memory by 40%.", "result"),
+    ]
+    question = analyse("How much faster is the proposed method?")
+    assert [f.text for f in findings.cited_results(found, question, ["a"])] == ["Foo is 3x faster than Bar."]
+    assert [f.abstract.id for f in findings.cited_results(found, question, ["b", "a"])] == ["b", "a"]  # citation order
+    assert findings.cited_results(found, question, []) == [], "no citation, no quote"
+    assert findings.cited_results(found, question, ["a", "b"], most=1)[0].abstract.id == "a"
+    # a paper that does not state what the question names is not quoted
+    assert findings.cited_results(found, analyse("How much faster is Foo than Qux?"), ["a"]) == []
+
+
 def test_an_answer_opens_with_the_quotes_and_drops_what_only_repeats_them() -> None:
     paper = Abstract(id="s", text="Risk fell by 30%. The drug may help.", title="S", source="f")
     other = Abstract(id="o", text="Costs rose by 12%.", title="O", source="f")

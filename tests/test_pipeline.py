@@ -38,6 +38,10 @@ def test_answers_cite_the_gold_abstract_and_state_the_facts(sample_index: Assist
     assert first.number == 1 and first.evidence and all(e in first.abstract.text for e in first.evidence)
     assert answer.timings["first_token"] <= answer.timings["total"] and answer.usage.completion_tokens > 0
     assert str(answer).startswith(answer.text) and "[1] " in str(answer)
+    # the local model's answer opens with the result of each paper it cites, in the authors' words
+    assert answer.quoted and {q.abstract.id for q in answer.quoted} <= {c.abstract.id for c in answer.citations}
+    assert answer.text.startswith(f"The authors of [1] report: \u201c{answer.quoted[0].text}\u201d")
+    assert answer.quoted[0].text in answer.quoted[0].abstract.text
 
 
 def test_a_question_the_abstracts_do_not_answer_is_an_abstention(sample_index: Assistant) -> None:

@@ -31,7 +31,7 @@ from assistant.corpus.sections import Part, states_number, study
 from assistant.types import Abstract, Finding
 from assistant.words import mentions, unstated_numbers
 
-__all__ = ["Finding", "choose", "lead", "of_paper", "result_parts", "sentences_of"]
+__all__ = ["Finding", "choose", "cited_results", "lead", "of_paper", "result_parts", "sentences_of"]
 
 RESULTS_FROM = 0.4
 CONCLUSION_SENTENCES = 2
@@ -137,6 +137,17 @@ def lead(
         if len(chosen) == most:
             break
     return chosen
+
+
+def cited_results(found: list[Finding], question: Question, cited: list[str], most: int = QUOTED_PAPERS) -> list[Finding]:
+    """What an answer to a question that is not yes/no opens with: the result of each paper
+    the verified answer cites (abstract ids, in citation order), quoted, ``most`` at most, of
+    those that state what the question names (`states_asked`). The result sentence carries the
+    paper's numbers and comparison in its authors' words, which a small model's summary often
+    drops; only papers the answer already cites are quoted, so no citation is added."""
+    results = {f.abstract.id: f for f in found if f.kind == "result"}
+    chosen = [results[paper] for paper in cited if paper in results and states_asked(question, results[paper].abstract)]
+    return chosen[:most]
 
 
 def sentences_of(findings: list[Finding], reading: Reading) -> dict[str, list[str]]:

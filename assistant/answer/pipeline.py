@@ -19,7 +19,10 @@ where a paper states none, its result), quoted and cited (`findings.lead`,
 `citations.lead_with_quotes`): an answer in the authors' words, not the model's verdict. The
 model then adds the deciding result, reading a leaner excerpt (``quoted_context_tokens``) and
 writing a shorter text (``quoted_max_tokens``): the quotes and the findings carry the detail.
-Such an answer stands even when the model's own sentences are only verdicts.
+Such an answer stands even when the model's own sentences are only verdicts. An answer to any
+other question opens, for such a model (``Settings.results_lead``), with the result sentence of
+each paper it cites, quoted (`findings.cited_results`): the numbers and comparisons a small
+model's summary drops, in the authors' words, and no paper the verified answer does not cite.
 
 The assistant abstains, with no citations, when
 - retrieval finds nothing relevant enough (the top hit's relevance is below
@@ -204,7 +207,12 @@ def stream_answer(
         verdicts=settings.gives_verdicts,
     )
     declined = checked.supported_claims == 0 and (bool(checked.declined) or marked or not answer_text)
-    quoted = findings.lead(found, asked, near_best, {c.abstract.id for c in checked.citations}, declined) if quoting else []
+    if quoting:
+        quoted = findings.lead(found, asked, near_best, {c.abstract.id for c in checked.citations}, declined)
+    elif not asked.yes_no and settings.leads_with_results:
+        quoted = findings.cited_results(found, asked, [c.abstract.id for c in checked.citations])
+    else:
+        quoted = []
     if checked.supported_claims == 0 and not quoted:
         reason = "model_declined" if checked.declined or marked else "verdict_only" if checked.withheld else "unsupported"
         yield _abstention(query, shown, reason, generator.model_name, declined=checked.declined,
