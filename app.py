@@ -14,6 +14,11 @@ Endpoints for ``gradio_client``: ``predict(message, api_name="/chat")`` (its fir
 update already carries the retrieved sources) and ``predict(query, k, api_name="/search")``
 (the results as HTML and as a list of records).
 
+Many users at once: every question gets its sources and findings as soon as search returns,
+however many wait for the model; only the answer waits, in the model's line
+(`waiting_line`: first come, first served, one waiting question per chat, a reader who left
+dropped), each user shown their place and the estimated wait.
+
 Accounts (`assistant users add`): when any exists, every route asks for a login (the app's
 login page, ``Client(url, auth=(name, password))``, or a trusted proxy's header,
 ``Settings.app_auth_header``), and every handler works on the logged-in user's view of the
@@ -26,7 +31,7 @@ from __future__ import annotations
 import html
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,10 +42,12 @@ from assistant.accounts import AccountError, LoginGuard
 from assistant.corpus import COMPRESSED_SUFFIXES, SUFFIXES
 from assistant.index.embedders import EmbeddingError
 from assistant.index.store import StoreError
+from assistant.waiting_line import Replaced, WaitingLine
 
 log = logging.getLogger("assistant.app")
 
 ALL_SOURCES = "All sources"
+WAITING_UPDATE_S = 1.0  # how often a question waiting for the model is shown its place
 Turn = dict[str, str]
 
 
@@ -144,6 +151,166 @@ def _discard(files: list[str]) -> None:
         Path(name).unlink(missing_ok=True)
 
 
+class Handlers:
+    """The page's event handlers (`build` wires them): each request works on its user's view of
+    the index (`Viewer`), and answers wait for the model in one line (`WaitingLine`)."""
+
+    def __init__(self, viewer: Viewer, line: WaitingLine) -> None:
+        self.viewer = viewer
+        self.line = line
+
+    def respond(
+        self,
+        text: str,
+        chat: Chat | None,
+        k: float | None = None,
+        source: str = ALL_SOURCES,
+        year_min: str | None = None,
+        year_max: str | None = None,
+        request: gr.Request = None,
+    ) -> Iterator[tuple[str, list[Turn], Any, Chat | None]]:
+        try:
+            view = self.viewer(request)
+        except AccountError as error:
+            yield "", [{"role": "assistant", "content": f"⚠ {html.escape(str(error))}"}], gr.skip(), None
+            return
+        if chat is None or chat.assistant.settings.user != view.settings.user:
+            chat = view.chat()
+        turn = len(chat.history) + 1
+        shown = _history(chat) + [
+            {"role": "user", "content": html.escape(text)},
+            {"role": "assistant", "content": ""},
+        ]
+        streamed, table = "", ""
+        # a place in the model's line from now; a follow-up waits for its turn first (the
+        # model rewrites it before retrieval), a first question once its evidence is shown
+        ticket = self.line.join(request.session_hash if request and request.session_hash else str(id(chat)))
+
+        def wait_turn() -> Generator[tuple[str, list[Turn], Any, Chat | None], None, bool]:
+            """Until the ticket's turn, its place, every ``WAITING_UPDATE_S``; returns whether it waited."""
+            waited = False
+            while (place := self.line.wait(ticket, WAITING_UPDATE_S)) is not None:
+                waited = True
+                shown[-1]["content"] = table + f'<em class="reading waiting">Waiting for the model: {place.line()}.</em>'
+                yield "", shown, gr.skip(), chat
+            return waited
+
+        try:
+            if chat.history:
+                yield from wait_turn()
+            for item in chat.ask_events(text, k=int(k) if k else None, filters=_filters(source, year_min, year_max)):
+                if isinstance(item, Retrieved):
+                    table = render.findings_html(item.findings, turn)
+                    reading = f'<em class="reading">Reading {len(item.hits)} abstracts…</em>'
+                    shown[-1]["content"] = table + reading
+                    yield "", shown, render.retrieved_html(item.hits), chat
+                    if (yield from wait_turn()):
+                        shown[-1]["content"] = table + reading
+                        yield "", shown, gr.skip(), chat
+                elif isinstance(item, Answer):
+                    shown[-1]["content"] = render.answer_html(item, turn)
+                    yield "", shown, render.sources_html(item), chat
+                else:
+                    streamed += item
+                    shown[-1]["content"] = table + render.streaming_html(streamed)
+                    yield "", shown, gr.skip(), chat
+        except Replaced as error:
+            shown[-1]["content"] = table + f"<em>{html.escape(str(error).capitalize())}.</em>"
+            yield "", shown, gr.skip(), chat
+        except (QuestionError, GenerationError, StoreError, EmbeddingError, ValueError) as error:  # say what to do
+            shown[-1]["content"] = f"⚠ {html.escape(str(error))}"
+            yield "", shown, gr.skip(), chat
+        except Exception as error:  # the UI's boundary: a message, never a traceback
+            log.exception("answering failed")
+            shown[-1]["content"] = f"⚠ Something went wrong while answering: {html.escape(str(error))}"
+            yield "", shown, gr.skip(), chat
+        finally:
+            self.line.leave(ticket)
+
+    def find(
+        self,
+        text: str,
+        k: float = 10,
+        source: str = ALL_SOURCES,
+        year_min: str | None = None,
+        year_max: str | None = None,
+        request: gr.Request = None,
+    ) -> tuple[str, list[dict[str, Any]]]:
+        if not text or not text.strip():
+            return "<p><em>Type a query to search the indexed abstracts.</em></p>", []
+        try:
+            hits = self.viewer(request).search(text, k=int(k), filters=_filters(source, year_min, year_max))
+        except (QuestionError, StoreError, EmbeddingError, ValueError) as error:  # they say what to do
+            return f"<p>⚠ {html.escape(str(error))}</p>", []
+        return render.search_html(hits), [_record(hit) for hit in hits]
+
+    def add_papers(
+        self,
+        files: list[str] | None,
+        shared: bool,
+        current: str,
+        current_search: str,
+        request: gr.Request = None,
+        progress: gr.Progress = gr.Progress(),
+    ) -> tuple[Any, ...]:
+        if not files:
+            return "", gr.skip(), gr.skip(), gr.skip()
+        try:
+            view = self.viewer(request)
+            if len(files) > view.settings.app_max_upload_files:
+                raise ValueError(f"{len(files)} files at once; upload at most {view.settings.app_max_upload_files} at a time")
+            progress(0, desc="Reading files")
+            report = view.ingest(
+                files, on_progress=lambda done: progress(done.fraction, desc=f"Indexing: {done.line()}"),
+                library="shared" if shared else None,
+            )
+        except (StoreError, EmbeddingError, ValueError) as error:  # they say what to do
+            return f"<p>⚠ {html.escape(str(error))}</p>", gr.skip(), gr.skip(), gr.skip()
+        except Exception as error:  # the UI's boundary: a message, never a traceback
+            log.exception("ingest failed")
+            message = f"<p>⚠ The upload could not be indexed: {html.escape(str(error))}</p>"
+            return message, gr.skip(), gr.skip(), gr.skip()
+        finally:
+            _discard(files)
+        status_now, choices_now = index_view(view)
+        return (
+            render.ingest_html(report, files),
+            status_now,
+            gr.Dropdown(choices=choices_now, value=current if current in choices_now else ALL_SOURCES),
+            gr.Dropdown(choices=choices_now, value=current_search if current_search in choices_now else ALL_SOURCES),
+        )
+
+    @staticmethod
+    def stopped(shown: list[Turn]) -> list[Turn]:
+        """The chat once its answer is stopped: the unverified rest of the last message goes."""
+        if not shown or shown[-1].get("role") != "assistant":
+            return shown
+        content: Any = shown[-1].get("content", "")
+        text = content if isinstance(content, str) else "".join(
+            part.get("text", "") for part in content if isinstance(part, dict))
+        return [*shown[:-1], {"role": "assistant", "content": render.stopped_html(text)}]
+
+    @staticmethod
+    def hand_over(text: str, *filters: Any) -> tuple[Any, ...]:
+        """Put the search tab's query and filters into the chat, and show the chat."""
+        if not text or not text.strip():
+            raise gr.Error("Type a query in the search box first.")
+        return (text, *filters, gr.Tabs(selected="chat"))
+
+    def on_load(self, request: gr.Request) -> tuple[Any, ...]:
+        """The status line and the source filters of this user's view."""
+        try:
+            status_now, choices_now = index_view(self.viewer(request))
+        except AccountError as error:
+            return f"⚠ {html.escape(str(error))}", gr.skip(), gr.skip()
+        return status_now, gr.Dropdown(choices=choices_now), gr.Dropdown(choices=choices_now)
+
+    def show_examples(self) -> Any:
+        """The example questions this index can answer (searched when the page loads)."""
+        shown = answerable_examples(self.viewer.before_login())
+        return gr.Dataset(samples=[[q] for q in shown], visible=bool(shown))
+
+
 def build(assistant: Assistant) -> gr.Blocks:
     """The app's layout and events."""
     s = assistant.settings
@@ -163,6 +330,7 @@ def build(assistant: Assistant) -> gr.Blocks:
                         message = gr.Textbox(
                             placeholder="Ask about the indexed abstracts…", label="Question", elem_id="question"
                         )
+                        stop = gr.Button("Stop", size="sm", elem_id="stop")
                         examples = gr.Dataset(components=[message], samples=[], label="Example questions",
                                               visible=False, elem_id="examples")
                         with gr.Accordion("Settings", open=False):
@@ -205,152 +373,44 @@ def build(assistant: Assistant) -> gr.Blocks:
                 results = gr.HTML(elem_id="search-results")
                 records = gr.JSON(visible=False)
 
-        def respond(
-            text: str,
-            chat: Chat | None,
-            k: float = s.context.top_k,
-            source: str = ALL_SOURCES,
-            year_min: str | None = None,
-            year_max: str | None = None,
-            request: gr.Request = None,
-        ) -> Iterator[tuple[str, list[Turn], Any, Chat | None]]:
-            try:
-                view = viewer(request)
-            except AccountError as error:
-                yield "", [{"role": "assistant", "content": f"⚠ {html.escape(str(error))}"}], gr.skip(), None
-                return
-            if chat is None or chat.assistant.settings.user != view.settings.user:
-                chat = view.chat()
-            turn = len(chat.history) + 1
-            shown = _history(chat) + [
-                {"role": "user", "content": html.escape(text)},
-                {"role": "assistant", "content": ""},
-            ]
-            streamed, table = "", ""
-            try:
-                for item in chat.ask_events(text, k=int(k), filters=_filters(source, year_min, year_max)):
-                    if isinstance(item, Retrieved):
-                        table = render.findings_html(item.findings, turn)
-                        shown[-1]["content"] = table + f'<em class="reading">Reading {len(item.hits)} abstracts…</em>'
-                        yield "", shown, render.retrieved_html(item.hits), chat
-                    elif isinstance(item, Answer):
-                        shown[-1]["content"] = render.answer_html(item, turn)
-                        yield "", shown, render.sources_html(item), chat
-                    else:
-                        streamed += item
-                        shown[-1]["content"] = table + render.streaming_html(streamed)
-                        yield "", shown, gr.skip(), chat
-            except (QuestionError, GenerationError, StoreError, EmbeddingError, ValueError) as error:  # say what to do
-                shown[-1]["content"] = f"⚠ {html.escape(str(error))}"
-                yield "", shown, gr.skip(), chat
-            except Exception as error:  # the UI's boundary: a message, never a traceback
-                log.exception("answering failed")
-                shown[-1]["content"] = f"⚠ Something went wrong while answering: {html.escape(str(error))}"
-                yield "", shown, gr.skip(), chat
-
-        def find(
-            text: str,
-            k: float = 10,
-            source: str = ALL_SOURCES,
-            year_min: str | None = None,
-            year_max: str | None = None,
-            request: gr.Request = None,
-        ) -> tuple[str, list[dict[str, Any]]]:
-            if not text or not text.strip():
-                return "<p><em>Type a query to search the indexed abstracts.</em></p>", []
-            try:
-                hits = viewer(request).search(text, k=int(k), filters=_filters(source, year_min, year_max))
-            except (QuestionError, StoreError, EmbeddingError, ValueError) as error:  # they say what to do
-                return f"<p>⚠ {html.escape(str(error))}</p>", []
-            return render.search_html(hits), [_record(hit) for hit in hits]
-
-        def add_papers(
-            files: list[str] | None,
-            shared: bool,
-            current: str,
-            current_search: str,
-            request: gr.Request = None,
-            progress: gr.Progress = gr.Progress(),
-        ) -> tuple[Any, ...]:
-            if not files:
-                return "", gr.skip(), gr.skip(), gr.skip()
-            try:
-                view = viewer(request)
-                if len(files) > s.app_max_upload_files:
-                    raise ValueError(f"{len(files)} files at once; upload at most {s.app_max_upload_files} at a time")
-                progress(0, desc="Reading files")
-                report = view.ingest(
-                    files, on_progress=lambda done: progress(done.fraction, desc=f"Indexing: {done.line()}"),
-                    library="shared" if shared else None,
-                )
-            except (StoreError, EmbeddingError, ValueError) as error:  # they say what to do
-                return f"<p>⚠ {html.escape(str(error))}</p>", gr.skip(), gr.skip(), gr.skip()
-            except Exception as error:  # the UI's boundary: a message, never a traceback
-                log.exception("ingest failed")
-                message = f"<p>⚠ The upload could not be indexed: {html.escape(str(error))}</p>"
-                return message, gr.skip(), gr.skip(), gr.skip()
-            finally:
-                _discard(files)
-            status_now, choices_now = index_view(view)
-            return (
-                render.ingest_html(report, files),
-                status_now,
-                gr.Dropdown(choices=choices_now, value=current if current in choices_now else ALL_SOURCES),
-                gr.Dropdown(choices=choices_now, value=current_search if current_search in choices_now else ALL_SOURCES),
-            )
-
+        handlers = Handlers(viewer, WaitingLine(s.answers_at_once))
         chat_inputs = [message, conversation, k, source, year_min, year_max]
         chat_outputs = [message, chatbot, sources, conversation]
-        message.submit(
-            respond, chat_inputs, chat_outputs, api_name="chat", concurrency_limit=s.answers_at_once,
-            concurrency_id="model",
+        asked = message.submit(
+            handlers.respond, chat_inputs, chat_outputs, api_name="chat", concurrency_limit=s.app_questions_at_once,
+            concurrency_id="chat",
         )
         search_inputs = [query, search_k, search_source, search_year_min, search_year_max]
-        searching = {"fn": find, "inputs": search_inputs, "outputs": [results, records], "concurrency_limit": 4,
-                     "concurrency_id": "search"}  # one group: searches never wait behind the model
+        searching = {"fn": handlers.find, "inputs": search_inputs, "outputs": [results, records],
+                     "concurrency_limit": 4, "concurrency_id": "search"}  # one group: searches never wait behind the model
         query.submit(api_name="search", **searching)
         search_button.click(api_name=False, **searching)
         for control in (search_k, search_source, search_year_min, search_year_max):  # a new filter searches again
             control.change(api_name=False, **searching)
 
-        def hand_over(text: str, *filters: Any) -> tuple[Any, ...]:
-            """Put the search tab's query and filters into the chat, and show the chat."""
-            if not text or not text.strip():
-                raise gr.Error("Type a query in the search box first.")
-            return (text, *filters, gr.Tabs(selected="chat"))
-
-        ask_about.click(
-            hand_over, [query, search_source, search_year_min, search_year_max],
+        handed = ask_about.click(
+            Handlers.hand_over, [query, search_source, search_year_min, search_year_max],
             [message, source, year_min, year_max, tabs], api_name=False,
         ).success(
-            respond, chat_inputs, chat_outputs, api_name=False, concurrency_limit=s.answers_at_once,
-            concurrency_id="model",
+            handlers.respond, chat_inputs, chat_outputs, api_name=False, concurrency_limit=s.app_questions_at_once,
+            concurrency_id="chat",
         )
+
+        # cancelling the question closes its handler: its place in line, or the model's generation, is freed
+        stop.click(Handlers.stopped, chatbot, chatbot, cancels=[asked, handed], api_name=False)
         new_chat.click(
             lambda: (None, [], render.sources_html(None)), None, [conversation, chatbot, sources], api_name=False
         )
         upload.upload(
-            add_papers, [upload, to_shared, source, search_source], [upload_report, status, source, search_source],
-            api_name="add_papers", concurrency_limit=1,
+            handlers.add_papers, [upload, to_shared, source, search_source],
+            [upload_report, status, source, search_source], api_name="add_papers", concurrency_limit=1,
         )
 
-        def on_load(request: gr.Request) -> tuple[Any, ...]:
-            """The status line and the source filters of this user's view."""
-            try:
-                status_now, choices_now = index_view(viewer(request))
-            except AccountError as error:
-                return f"⚠ {html.escape(str(error))}", gr.skip(), gr.skip()
-            return status_now, gr.Dropdown(choices=choices_now), gr.Dropdown(choices=choices_now)
-
         if viewer.accounts_on:
-            demo.load(on_load, None, [status, source, search_source], api_name=False)
-
-        def show_examples() -> Any:
-            shown = answerable_examples(viewer.before_login())
-            return gr.Dataset(samples=[[q] for q in shown], visible=bool(shown))
+            demo.load(handlers.on_load, None, [status, source, search_source], api_name=False)
 
         examples.click(lambda sample: sample[0], examples, message, api_name=False)
-        demo.load(show_examples, None, examples, api_name=False)  # searches: not while the page waits
+        demo.load(handlers.show_examples, None, examples, api_name=False)  # searches: not while the page waits
     return demo
 
 
@@ -391,6 +451,7 @@ def launch(assistant: Assistant, block: bool = True) -> gr.Blocks:
         head=render.SCRIPT,
         max_file_size=s.app_max_upload_mb * gr.FileSize.MB,
         prevent_thread_lock=True,
+        max_threads=max(40, s.app_questions_at_once + 8),  # questions waiting for the model hold a thread each
     )
     threading.Thread(target=warm_up, args=(assistant,), name="warm-up", daemon=True).start()
     if block:

@@ -121,7 +121,18 @@ def source_id(turn: int, number: int) -> str:
 def streaming_html(text: str) -> str:
     """The answer while it streams: escaped, the model's [n] markers shown but not yet
     linked (they are renumbered when the answer is verified)."""
-    return _MARKER.sub(r'<span class="cite">[\1]</span>', html.escape(text))
+    return '<div class="streaming">' + _MARKER.sub(r'<span class="cite">[\1]</span>', html.escape(text)) + "</div>"
+
+
+STOPPED = '<p class="stopped"><em>Stopped: this answer was not finished, and nothing of it was verified.</em></p>'
+
+
+def stopped_html(message: str) -> str:
+    """A chat message whose answer was stopped: its findings kept, what was still being read
+    or written (never verified) replaced by a note that it was stopped."""
+    cut = min((i for i in (message.find('<div class="streaming">'), message.find('<em class="reading')) if i >= 0),
+              default=-1)
+    return message if cut < 0 else message[:cut] + STOPPED
 
 
 def _source_html(element_id: str, citation: Citation) -> str:

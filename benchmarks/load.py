@@ -4,10 +4,10 @@
 
 Starts ``python app.py`` on an index of the bundled corpus (built first), then, for each
 number of users, that many gradio_client users send a dev question at the same moment.
-For each user: the *wait* (from sending until the app starts on the request, read from the
-job's queue status) and the *answer* time (from then until the final answer). The app
-answers ``Settings.answers_at_once`` questions at a time (1 with the local model); the others
-wait in Gradio's queue and are shown their place in it.
+For each user, from sending: the *first update* (its first streamed output, which carries the
+retrieved sources and the findings) and the *answer* (the final one). Every question gets its
+evidence at once; the model answers ``Settings.answers_at_once`` at a time (1 with the local
+model), the others waiting in its line (`waiting_line`) and shown their place in it.
 
 Then the time to ingest a JSONL file holding one 10 MB record (a full-text dump: rejected
 with its line) and one valid record (added).
@@ -45,24 +45,58 @@ def free_port() -> int:
 
 
 def one_user(url: str, question: str) -> dict[str, float]:
-    """Send one question; the seconds spent waiting in the queue and being answered."""
+    """Send one question; the seconds until its first streamed update (which must carry the
+    retrieved sources) and until its answer, both from sending."""
     from gradio_client import Client
-    from gradio_client.utils import Status
-
-    waiting = (Status.STARTING, Status.JOINING_QUEUE, Status.IN_QUEUE, Status.SENDING_DATA)
 
     client = Client(url, verbose=False)
     sent = time.perf_counter()
     job = client.submit(question, api_name="/chat")
-    started = None
+    first = None
     while not job.done():
-        if started is None and job.status().code not in waiting:
-            started = time.perf_counter()
-        time.sleep(0.05)
+        if first is None and job.outputs():
+            first = time.perf_counter()
+            _, _, panel = job.outputs()[0]
+            assert "source" in panel, "the first update carries the sources"
+        time.sleep(0.02)
     job.result()
     finished = time.perf_counter()
-    started = started or finished
-    return {"wait": started - sent, "answer": finished - started}
+    return {"first": (first or finished) - sent, "answer": finished - sent}
+
+
+def _last_reply(job: object) -> str:
+    """The last chat message of a job's latest streamed update."""
+    outputs = job.outputs()  # type: ignore[attr-defined]
+    if not outputs:
+        return ""
+    content = outputs[-1][1][-1]["content"]
+    return content if isinstance(content, str) else "".join(p.get("text", "") for p in content)
+
+
+def _until(condition: object, timeout: float = 120.0) -> float:
+    """Poll ``condition`` until it holds; the moment it did."""
+    deadline = time.perf_counter() + timeout
+    while not condition():  # type: ignore[operator]
+        if time.perf_counter() > deadline:
+            raise TimeoutError("the app never got there")
+        time.sleep(0.02)
+    return time.perf_counter()
+
+
+def cancel_frees(url: str, first: str, second: str) -> float:
+    """Seconds from cancelling a question the model is writing to the next waiting
+    question's turn (its place in line gone from its update)."""
+    from gradio_client import Client
+
+    writing = Client(url, verbose=False).submit(first, api_name="/chat")
+    _until(lambda: 'class="streaming"' in _last_reply(writing))
+    waiting = Client(url, verbose=False).submit(second, api_name="/chat")
+    _until(lambda: "Waiting for the model" in _last_reply(waiting))
+    cancelled = time.perf_counter()
+    writing.cancel()
+    freed = _until(lambda: "Waiting for the model" not in _last_reply(waiting))
+    waiting.result()
+    return freed - cancelled
 
 
 def percentiles(values: list[float]) -> str:
@@ -113,15 +147,19 @@ def main() -> None:
             with ThreadPoolExecutor(users) as pool:
                 runs = list(pool.map(lambda q: one_user(url, q), asked))
             wall = time.perf_counter() - started
-            print(f"{users} users: wait {percentiles([r['wait'] for r in runs])}, answer "
+            print(f"{users} users: first update {percentiles([r['first'] for r in runs])}, answer "
                   f"{percentiles([r['answer'] for r in runs])}, all done in {wall:.0f} s")
             rows += [
-                row(f"load_{users}_wait", f"{users} simultaneous users: wait in the queue, p50 / p95",
-                    percentiles([r["wait"] for r in runs])),
-                row(f"load_{users}_answer", f"{users} simultaneous users: answer once started, p50 / p95",
+                row(f"load_{users}_first", f"{users} simultaneous users: first update (sources, findings), p50 / p95",
+                    percentiles([r["first"] for r in runs])),
+                row(f"load_{users}_answer", f"{users} simultaneous users: answer, p50 / p95",
                     percentiles([r["answer"] for r in runs])),
                 row("", f"{users} simultaneous users: until the last answer", f"{wall:.0f} s"),
             ]
+        seconds = cancel_frees(url, questions[1], questions[2])
+        print(f"a cancelled question freed the model for the next in {seconds:.2f} s")
+        rows.append(row("cancel_frees", "a question cancelled while the model writes: the next one's turn after",
+                        f"{seconds:.2f} s"))
     finally:
         app.terminate()
         app.wait(timeout=30)
@@ -131,7 +169,7 @@ def main() -> None:
                     f"{seconds:.2f} s"))
     save("load", "Load: simultaneous chat users, and a pathological upload", rows,
          note=f"the app answers {Assistant(data_dir=work / 'index').settings.answers_at_once} question(s) at a time "
-              "(the local model); the others wait in Gradio's queue.")
+              "(the local model); the others wait in its line, their evidence already shown.")
 
 
 if __name__ == "__main__":

@@ -122,6 +122,45 @@ def test_eight_simultaneous_clients_all_get_answers(app_url: str) -> None:
 
 
 @pytest.mark.slow
+def test_every_user_gets_the_evidence_before_the_model_is_free_and_a_newer_question_replaces_a_waiting_one(
+    app_url: str,
+) -> None:
+    """Six users ask at once: each first update carries the sources and findings before the
+    model has finished even one answer; those waiting see their place. A chat that asks again
+    while its question still waits has the older one replaced."""
+    from gradio_client import Client
+
+    questions = [json.loads(line)["question"] for line in (ROOT / "tests/data/dev.jsonl").open()][:6]
+
+    def ask(question: str) -> tuple[float, float, list[str]]:
+        job = Client(app_url, verbose=False).submit(question, api_name="/chat")
+        first, replies = None, []
+        for _, chat, panel in job:
+            if first is None:
+                first = time.perf_counter()
+                assert "retrieved-note" in panel, "the first update carries the sources"
+            replies.append(reply_text(chat))
+        assert 'class="findings"' in replies[0], "and the findings"
+        return first, time.perf_counter(), replies
+
+    with ThreadPoolExecutor(len(questions)) as pool:
+        runs = list(pool.map(ask, questions))
+    first_answer = min(done for _, done, _ in runs)
+    assert all(first < first_answer for first, _, _ in runs), "someone's evidence waited for the model"
+    assert any("Waiting for the model: " in reply and "ahead of yours in the queue" in reply
+               for _, _, replies in runs for reply in replies)
+    assert not [replies[-1] for _, _, replies in runs if replies[-1].startswith("⚠")]
+
+    busy, again = Client(app_url, verbose=False), Client(app_url, verbose=False)
+    answering = busy.submit(questions[0], api_name="/chat")
+    older = again.submit(questions[1], api_name="/chat")
+    time.sleep(1.0)
+    newer = again.submit(questions[2], api_name="/chat")
+    assert "newer question from this chat took this one" in reply_text(older.result()[1])
+    assert "[1]" in reply_text(newer.result()[1]) and answering.result()
+
+
+@pytest.mark.slow
 def test_an_unusable_index_stops_the_app_with_its_fix(tmp_path: Path) -> None:
     """An index the store refuses (here: built with another embedder) ends `python app.py`
     with the store's message and the command that fixes it, not a traceback."""
@@ -404,18 +443,25 @@ def test_browser_upload_is_searchable_at_once_and_nothing_in_it_executes(
 
 
 @pytest.mark.slow
-def test_browser_a_waiting_user_sees_their_place_in_the_queue(browser: Any, app_url: str) -> None:
+def test_browser_a_waiting_user_sees_the_evidence_and_their_place_and_stop_frees_the_model(
+    browser: Any, app_url: str
+) -> None:
     """The app answers one question at a time with the local model; a second user, asking
-    meanwhile, is shown where they stand in Gradio's queue, then gets their answer."""
+    meanwhile, already has the findings and is shown their place in the model's line. The
+    first user stops their answer: its unverified text goes, and the second user is answered."""
     first, second = Watched(browser, app_url), Watched(browser, app_url)
     for watched, question in ((first, QUESTION), (second, "How do normalizer-free networks train without batch norm?")):
         watched.page.locator("#question textarea").fill(question)
         watched.page.locator("#question textarea").press("Enter")
-    second.page.locator("#chat").get_by_text(re.compile(r"queue", re.IGNORECASE)).first.wait_for(timeout=60_000)
+    waiting = second.page.locator("#chat").get_by_text(re.compile(r"ahead of yours in the queue"))
+    waiting.first.wait_for(timeout=60_000)
+    assert second.page.locator("#chat table.findings").count() == 1, "the evidence does not wait for the model"
     ARTIFACTS.mkdir(exist_ok=True)
     second.page.screenshot(path=str(ARTIFACTS / "queue.png"), full_page=True)
-    for watched in (first, second):
-        watched.page.locator("#sources .source, #sources .abstained").first.wait_for(timeout=180_000)
+    first.page.locator("#stop").click()
+    first.page.locator("#chat .stopped").first.wait_for(timeout=30_000)
+    assert first.page.locator("#chat .streaming").count() == 0, "no unverified text is left on screen"
+    second.page.locator("#sources .source, #sources .abstained").first.wait_for(timeout=180_000)
     assert first.outside == [] and second.outside == []
 
 

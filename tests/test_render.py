@@ -13,6 +13,8 @@ from assistant.render import (
     retrieved_html,
     search_html,
     sources_html,
+    STOPPED,
+    stopped_html,
     streaming_html,
 )
 
@@ -69,7 +71,7 @@ def test_each_answer_carries_its_markdown_bibtex_and_ris_on_one_line() -> None:
 
 
 def test_streamed_markers_are_not_linked_before_verification() -> None:
-    assert streaming_html("So [2].") == 'So <span class="cite">[2]</span>.'
+    assert streaming_html("So [2].") == '<div class="streaming">So <span class="cite">[2]</span>.</div>'
 
 
 def test_retrieved_and_search_views_list_hits_in_rank_order_with_their_passage() -> None:
@@ -162,3 +164,11 @@ def test_findings_are_a_table_above_the_answer_each_quote_highlighted_in_its_abs
     assert '<tr id="t3-finding-2" class="not-cited">' in shown and "not cited by the answer" in shown
     assert '<mark class="result">&lt;script&gt;' not in shown, "a paper the answer does not cite is not shown as evidence"
     assert findings_html(found, 3, cited=None) == table and findings_html([], 1) == ""
+
+
+def test_a_stopped_answer_keeps_its_findings_and_loses_its_unverified_text() -> None:
+    table = '<table class="findings"><tr><td>quoted</td></tr></table>'
+    assert stopped_html(table + streaming_html("Half an answer [1]")) == table + STOPPED
+    assert stopped_html(table + '<em class="reading waiting">Waiting for the model: …</em>') == table + STOPPED
+    finished = table + '<p>Verified [1].</p>'
+    assert stopped_html(finished) == finished, "a verified answer stays as it is"
