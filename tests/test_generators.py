@@ -35,6 +35,24 @@ def test_unknown_or_uninstalled_models_are_refused(tmp_path: Path) -> None:
         model_path("qwen2.5-coder-0.5b-instruct-q4_k_m", tmp_path)
 
 
+@pytest.mark.slow
+def test_two_processes_using_the_model_first_at_once_both_get_one_verified_file(tmp_path: Path) -> None:
+    """A fresh machine where the app and a test run (or two replicas) first answer at the
+    same moment: both assemble-or-wait on one empty cache."""
+    code = ("import sys; from pathlib import Path; from assistant.answer.model_files import model_path; "
+            f"print(model_path({LOCAL_MODEL!r}, Path(sys.argv[1])))")
+    runs = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outputs = [run.communicate(timeout=600) for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], [err for _, err in outputs]
+    [path] = {out.strip() for out, _ in outputs}
+    models = tmp_path / "models"
+    assert sorted(p.name for p in models.iterdir() if p.suffix != ".lock") == [
+        f"{LOCAL_MODEL}.gguf", f"{LOCAL_MODEL}.verified"], "one model file, verified, no staging file left"
+    assert Path(path).stat().st_size == MODELS[LOCAL_MODEL].size
+    assert (models / f"{LOCAL_MODEL}.verified").read_text() == f"{MODELS[LOCAL_MODEL].sha256} {MODELS[LOCAL_MODEL].size}"
+
+
 @pytest.fixture(scope="module")
 def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, subprocess.Popen]]:
     """llama.cpp's OpenAI-compatible server with the shipped model: (base URL, process)."""

@@ -2,7 +2,8 @@
 
 PyPI caps file sizes, so the GGUF files come split into numbered packages, each with a
 ``get_part_path()``. Joined in order they must give a file of known size and sha256; a
-mismatch is refused rather than loaded.
+mismatch is refused rather than loaded. Safe when several processes first use a model at
+once (`model_path`).
 """
 
 from __future__ import annotations
@@ -10,8 +11,11 @@ from __future__ import annotations
 import hashlib
 import importlib
 import os
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+
+from filelock import FileLock
 
 
 @dataclass(frozen=True)
@@ -67,20 +71,38 @@ def _part_paths(model: ShippedModel) -> list[Path]:
     return paths
 
 
+def _verified(target: Path, marker: Path, model: ShippedModel) -> bool:
+    return target.exists() and marker.exists() and marker.read_text() == f"{model.sha256} {target.stat().st_size}"
+
+
 def model_path(name: str, cache_dir: Path) -> Path:
-    """The assembled, verified GGUF file of a shipped model (assembled on first use)."""
+    """The assembled, verified GGUF file of a shipped model (assembled on first use).
+
+    Several processes may ask at once on a fresh machine (the app, the CLI, a test run): one
+    assembles it, under a file lock, into a staging file of its own, verifies it and renames
+    it into place; the others wait for the lock and find it verified."""
     model = MODELS.get(name)
     if model is None:
         raise ModelFileError(f"no local model named {name!r}; choose one of {sorted(MODELS)}")
     target = cache_dir / "models" / f"{model.name}.gguf"
     marker = target.with_suffix(".verified")
-    if target.exists() and marker.exists() and marker.read_text() == f"{model.sha256} {target.stat().st_size}":
+    if _verified(target, marker, model):
         return target
     parts = _part_paths(model)
     target.parent.mkdir(parents=True, exist_ok=True)
-    staging = target.with_suffix(".partial")
+    with FileLock(target.with_suffix(".lock")):
+        if not _verified(target, marker, model):  # another process may have made it meanwhile
+            _assemble(model, parts, target, marker)
+    return target
+
+
+def _assemble(model: ShippedModel, parts: list[Path], target: Path, marker: Path) -> None:
+    """Join the parts into ``target``, checking size and sha256 before it is renamed into
+    place, and its size after; then write the ``marker`` that says it was verified."""
     digest = hashlib.sha256()
-    with staging.open("wb") as out:
+    with tempfile.NamedTemporaryFile("wb", dir=target.parent, prefix=f"{model.name}.", suffix=".partial",
+                                     delete=False) as out:
+        staging = Path(out.name)
         for part in parts:
             with part.open("rb") as handle:
                 while block := handle.read(1 << 22):
@@ -94,6 +116,10 @@ def model_path(name: str, cache_dir: Path) -> Path:
             f"{digest.hexdigest()}, expected {model.size:,} bytes and {model.sha256}; "
             "refusing to load it. Reinstall the parts: " + model.install_hint()
         )
+    marker.unlink(missing_ok=True)
     os.replace(staging, target)
-    marker.write_text(f"{model.sha256} {size}")
-    return target
+    if target.stat().st_size != model.size:
+        raise ModelFileError(f"model {model.name}: {target} changed while it was put in place; try again")
+    written = marker.with_suffix(f".{os.getpid()}.tmp")
+    written.write_text(f"{model.sha256} {size}")
+    os.replace(written, marker)
