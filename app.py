@@ -186,14 +186,19 @@ class Handlers:
         # model rewrites it before retrieval), a first question once its evidence is shown
         ticket = self.line.join(request.session_hash if request and request.session_hash else str(id(chat)))
 
-        def wait_turn() -> Generator[tuple[str, list[Turn], Any, Chat | None], None, bool]:
-            """Until the ticket's turn, its place, every ``WAITING_UPDATE_S``; returns whether it waited."""
-            waited = False
+        def wait_turn() -> Generator[Any, None, bool]:
+            """Until the ticket's turn: its place when it changes, else (every ``WAITING_UPDATE_S``)
+            an update that changes nothing, which costs the server little and lets Gradio notice
+            a reader who left; returns whether it waited."""
+            said = None
             while (place := self.line.wait(ticket, WAITING_UPDATE_S)) is not None:
-                waited = True
-                shown[-1]["content"] = table + f'<em class="reading waiting">Waiting for the model: {place.line()}.</em>'
+                if place.line() == said:
+                    yield gr.skip(), gr.skip(), gr.skip(), gr.skip()
+                    continue
+                said = place.line()
+                shown[-1]["content"] = table + f'<em class="reading waiting">Waiting for the model: {said}.</em>'
                 yield "", shown, gr.skip(), chat
-            return waited
+            return said is not None
 
         try:
             if chat.history:
