@@ -66,8 +66,8 @@ def one_user(url: str, question: str) -> dict[str, float]:
 
 def _last_reply(job: object) -> str:
     """The last chat message of a job's latest streamed update."""
-    outputs = job.outputs()  # type: ignore[attr-defined]
-    if not outputs:
+    outputs = [o for o in job.outputs() if isinstance(o[1], list)]  # type: ignore[attr-defined]
+    if not outputs:  # none yet, or only updates that change nothing
         return ""
     content = outputs[-1][1][-1]["content"]
     return content if isinstance(content, str) else "".join(p.get("text", "") for p in content)

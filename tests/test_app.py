@@ -122,12 +122,9 @@ def test_eight_simultaneous_clients_all_get_answers(app_url: str) -> None:
 
 
 @pytest.mark.slow
-def test_every_user_gets_the_evidence_before_the_model_is_free_and_a_newer_question_replaces_a_waiting_one(
-    app_url: str,
-) -> None:
+def test_every_user_gets_the_evidence_before_the_model_is_free(app_url: str) -> None:
     """Six users ask at once: each first update carries the sources and findings before the
-    model has finished even one answer; those waiting see their place. A chat that asks again
-    while its question still waits has the older one replaced."""
+    model has finished even one answer; those waiting see their place."""
     from gradio_client import Client
 
     questions = [json.loads(line)["question"] for line in (ROOT / "tests/data/dev.jsonl").open()][:6]
@@ -136,6 +133,8 @@ def test_every_user_gets_the_evidence_before_the_model_is_free_and_a_newer_quest
         job = Client(app_url, verbose=False).submit(question, api_name="/chat")
         first, replies = None, []
         for _, chat, panel in job:
+            if not isinstance(chat, list):  # an update that changes nothing (a waiting question's heartbeat)
+                continue
             if first is None:
                 first = time.perf_counter()
                 assert "retrieved-note" in panel, "the first update carries the sources"
@@ -150,14 +149,6 @@ def test_every_user_gets_the_evidence_before_the_model_is_free_and_a_newer_quest
     assert any("Waiting for the model: " in reply and "ahead of yours in the queue" in reply
                for _, _, replies in runs for reply in replies)
     assert not [replies[-1] for _, _, replies in runs if replies[-1].startswith("⚠")]
-
-    busy, again = Client(app_url, verbose=False), Client(app_url, verbose=False)
-    answering = busy.submit(questions[0], api_name="/chat")
-    older = again.submit(questions[1], api_name="/chat")
-    time.sleep(1.0)
-    newer = again.submit(questions[2], api_name="/chat")
-    assert "newer question from this chat took this one" in reply_text(older.result()[1])
-    assert "[1]" in reply_text(newer.result()[1]) and answering.result()
 
 
 @pytest.mark.slow
