@@ -338,12 +338,12 @@ class Settings(BaseSettings):
     @property
     def gives_verdicts(self) -> bool:
         """Whether the answering model's verdicts on yes/no questions are kept (``verdicts``)."""
-        return self.verdicts == "on" or (self.verdicts == "auto" and self.llm_backend == "openai")
+        return _switched(self.verdicts, auto=self.llm_backend == "openai")
 
     @property
     def leads_with_results(self) -> bool:
         """Whether answers to other than yes/no questions open with their cited papers' results (``results_lead``)."""
-        return self.results_lead == "on" or (self.results_lead == "auto" and self.llm_backend != "openai")
+        return _switched(self.results_lead, auto=self.llm_backend != "openai")
 
     @property
     def answers_at_once(self) -> int:
@@ -354,3 +354,8 @@ class Settings(BaseSettings):
     def chroma_dir(self) -> Path:
         """Where embedded Chroma keeps its files."""
         return self.data_dir / "chroma"
+
+
+def _switched(switch: str, auto: bool) -> bool:
+    """An ``auto``/``on``/``off`` setting resolved: ``auto`` takes the default for the backend."""
+    return switch == "on" or (switch == "auto" and auto)
