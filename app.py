@@ -31,6 +31,7 @@ from __future__ import annotations
 import html
 import logging
 import threading
+import time
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -316,8 +317,8 @@ class Handlers:
         return gr.Dataset(samples=[[q] for q in shown], visible=bool(shown))
 
 
-def build(assistant: Assistant) -> gr.Blocks:
-    """The app's layout and events."""
+def build(assistant: Assistant, line: WaitingLine | None = None) -> gr.Blocks:
+    """The app's layout and events; answers wait for the model in ``line`` (a new one by default)."""
     s = assistant.settings
     viewer = Viewer(assistant)
     status_text, choices = index_view(viewer.before_login())
@@ -378,7 +379,7 @@ def build(assistant: Assistant) -> gr.Blocks:
                 results = gr.HTML(elem_id="search-results")
                 records = gr.JSON(visible=False)
 
-        handlers = Handlers(viewer, WaitingLine(s.answers_at_once))
+        handlers = Handlers(viewer, line or WaitingLine(s.answers_at_once))
         chat_inputs = [message, conversation, k, source, year_min, year_max]
         chat_outputs = [message, chatbot, sources, conversation]
         asked = message.submit(
@@ -419,11 +420,15 @@ def build(assistant: Assistant) -> gr.Blocks:
     return demo
 
 
-def warm_up(assistant: Assistant) -> None:
-    """`Assistant.warm_up`, in the background from start-up; a failure is only logged (the
-    first question reports it)."""
+def warm_up(assistant: Assistant, line: WaitingLine) -> None:
+    """`Assistant.warm_up`, then `Assistant.warm_sentences` while no question is in ``line``,
+    in the background from start-up; a failure is only logged (the first question reports it)."""
     try:
         assistant.warm_up()
+        started = time.perf_counter()
+        embedded = assistant.warm_sentences(busy=line.busy)
+        log.info("sentence vectors of %d abstracts computed ahead of questions in %.1f s", embedded,
+                 time.perf_counter() - started)
     except Exception as error:  # noqa: BLE001 - any failure surfaces again at the first search
         log.warning("could not load the index ahead of the first question: %s", error)
 
@@ -444,7 +449,8 @@ def launch(assistant: Assistant, block: bool = True) -> gr.Blocks:
         elif s.app_username and s.app_password:
             auth = (s.app_username, s.app_password.get_secret_value())
     theme = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"])
-    demo = build(assistant).queue()
+    line = WaitingLine(s.answers_at_once)
+    demo = build(assistant, line).queue()
     demo.launch(
         server_name=s.app_host,
         server_port=s.app_port,
@@ -458,7 +464,7 @@ def launch(assistant: Assistant, block: bool = True) -> gr.Blocks:
         prevent_thread_lock=True,
         max_threads=max(40, s.app_questions_at_once + 8),  # questions waiting for the model hold a thread each
     )
-    threading.Thread(target=warm_up, args=(assistant,), name="warm-up", daemon=True).start()
+    threading.Thread(target=warm_up, args=(assistant, line), name="warm-up", daemon=True).start()
     if block:
         demo.block_thread()
     return demo

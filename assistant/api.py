@@ -25,6 +25,7 @@ from assistant.answer.pipeline import Event, Parts, condense, final, gated, read
 from assistant.index import embedders
 from assistant.index.bm25 import Bm25Index
 from assistant.index.ingest import ingest as run_ingest
+from assistant.index.sentence_vectors import SentenceVectors
 from assistant.index.store import ChromaStore
 from assistant.retrieval import HybridRetriever, SearchFilters
 from assistant.settings import Settings
@@ -119,6 +120,14 @@ class Assistant:
         return self._shared.part("embedder", lambda: embedders.create(self.settings))
 
     @cached_property
+    def sentence_vectors(self) -> embedders.Embedder:
+        """The embedder of abstracts' sentences as questions read them: each sentence's
+        vector computed once and kept (`SentenceVectors`), unless ``sentence_cache_mb`` is 0."""
+        size = self.settings.sentence_cache_mb
+        return self._shared.part("sentence_vectors", lambda: SentenceVectors(
+            self.settings.cache_dir / "sentence-vectors", self.embedder, size) if size else self.embedder)
+
+    @cached_property
     def store(self) -> ChromaStore:
         """The Chroma store, checked against the configured embedder."""
         return self._shared.part("store", lambda: ChromaStore(self.settings, self.embedder.model_id))
@@ -126,7 +135,12 @@ class Assistant:
     @cached_property
     def generator(self) -> generators.Generator:
         """The configured LLM (loaded on first use; no fallback to another model)."""
-        return self._shared.part("generator", lambda: generators.create(self.settings))
+        return self._shared.part("generator", lambda: generators.create(self.settings, self.priority))
+
+    @cached_property
+    def priority(self) -> generators.Priority:
+        """What goes before the model's next token: the evidence of questions (`Priority`)."""
+        return self._shared.part("priority", generators.Priority)
 
     @cached_property
     def bm25(self) -> Bm25Index:
@@ -263,6 +277,15 @@ class Assistant:
         abstracts). A server calls it at start, not at its first user's question."""
         self.search("warm up", k=1)
 
+    def warm_sentences(self, busy: Callable[[], bool] = lambda: False) -> int:
+        """Compute the sentence vectors of the index's first ``warm_sentences`` abstracts ahead
+        of questions, waiting while ``busy()`` (`SentenceVectors.warm`); returns how many
+        abstracts were embedded (0 when no vectors are kept)."""
+        vectors = self.sentence_vectors
+        if not isinstance(vectors, SentenceVectors) or not self.settings.warm_sentences:
+            return 0
+        return vectors.warm(self.store.read_abstracts(), busy, self.settings.warm_sentences)
+
     def findings(
         self,
         question: str,
@@ -304,7 +327,8 @@ class Assistant:
 
     def answering(self) -> Parts:
         """What the answer pipeline uses (the generator loads when it is first needed)."""
-        return Parts(self.search, self.embedder, lambda: self.generator, self.retriever.subject_terms, self.settings)
+        return Parts(self.search, self.embedder, self.sentence_vectors, lambda: self.generator,
+                     self.retriever.subject_terms, self.settings, self.priority)
 
     def ask(
         self,

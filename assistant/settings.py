@@ -111,6 +111,15 @@ class Settings(BaseSettings):
     embed_threads: int = Field(
         default=0, description="onnxruntime intra-op threads for the local embedder (0: all cores)."
     )
+    sentence_cache_mb: int = Field(
+        default=1024, ge=0, description="Disk space, in MB, for kept sentence vectors under cache_dir: each sentence "
+        "of an abstract a question reads is embedded once per embedder, so evidence about papers read before costs "
+        "only retrieval (least recently stored dropped first; 0: none kept, every question embeds its sentences).",
+    )
+    warm_sentences: int = Field(
+        default=20_000, ge=0, description="Abstracts whose sentence vectors the app computes ahead of questions, in "
+        "the background while no question is being answered (the index's first ones; 0: none).",
+    )
     embed_concurrency: int = Field(
         default=4, ge=1, description="Requests in flight at once to an OpenAI-compatible embedding server "
         "(a GPU server embeds a batch in milliseconds; one request at a time leaves it waiting).",

@@ -103,6 +103,11 @@ class WaitingLine:
                     return self.place(ticket)
                 self._changed.wait(min(left, self.stale_after_s))
 
+    def busy(self) -> bool:
+        """Whether any question is waiting or being answered (background work waits for it)."""
+        with self._changed:
+            return bool(self._waiting or self._serving)
+
     def place(self, ticket: Ticket) -> Place:
         """Where ``ticket`` stands now."""
         with self._changed:

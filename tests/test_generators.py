@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from assistant import Assistant, GenerationError, prompts
-from assistant.answer.generators import Usage, create
+from assistant.answer.generators import Priority, Usage, create
 from assistant.answer.model_files import MODELS, ModelFileError, model_path
 from assistant.index.embedders import create as create_embedder
 from assistant.settings import Settings
@@ -157,3 +158,43 @@ def test_local_answers_stay_intact_when_the_int8_embedder_runs_between_them(samp
     embedder.embed(["between the answers"])
     assert "86.5" in first and "87%" in second
     assert answer(*nfnets) == first
+
+
+def test_priority_waits_while_work_goes_first_and_never_past_its_bound() -> None:
+    priority = Priority(most_s=0.3)
+    assert priority.waited() < 0.05, "nothing goes first: no wait"
+    with priority.first():
+        assert 0.3 <= priority.waited() < 0.5, "bounded: a steady stream of questions never stops answers"
+        stop = threading.Event()
+        threading.Timer(0.05, stop.set).start()
+        assert priority.waited(stop) < 0.2, "a stopped generation does not wait"
+    assert priority.waited() < 0.05
+
+    def hold() -> None:
+        with priority.first():
+            time.sleep(0.15)
+
+    threading.Thread(target=hold).start()
+    time.sleep(0.02)
+    assert 0.1 <= priority.waited() < 0.3, "waits until the work that goes first is done"
+
+
+@pytest.mark.slow
+def test_the_local_model_gives_way_between_tokens_to_the_evidence_of_other_questions(sample_index: Assistant) -> None:
+    """While another question's retrieval and reading run (`Priority.first`), the local model
+    waits before its prompt and between tokens: on 2 cores its threads would take half the CPU
+    from the evidence every asker waits for."""
+    generator = sample_index.generator
+    prompt = [{"role": "user", "content": prompts.render(
+        "answer", sources="[1] NFNets reach 86.5% top-1 accuracy on ImageNet.", question="What accuracy do NFNets reach?")}]
+    expected = "".join(generator.stream(prompt, 8, Usage()))
+    sample_index.priority.most_s = 0.25
+    try:
+        with sample_index.priority.first():
+            started = time.perf_counter()
+            held = "".join(generator.stream(prompt, 8, Usage()))
+            seconds = time.perf_counter() - started
+    finally:
+        sample_index.priority.most_s = Priority().most_s
+    assert held == expected, "giving way changes nothing in the answer"
+    assert seconds >= 0.25 * 8, "it waited before the prompt and between its tokens"

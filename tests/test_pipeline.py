@@ -244,11 +244,17 @@ def test_a_partial_answer_keeps_what_is_supported_and_drops_the_refusal(capable:
     assert answer.declined == ["The abstract does not say how long training took."]
 
 
-def test_events_give_the_retrieved_sources_before_the_model_is_asked(capable: Assistant, scripted: ScriptedServer) -> None:
+def test_events_give_the_retrieved_sources_before_the_model_is_asked(
+    capable: Assistant, scripted: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     scripted.script(PANGU["question"], PARAPHRASE, [PANGU_PREFIX])
     asked_before = len(scripted.prompts)
+    going_first = []
+    search = capable.search
+    monkeypatch.setattr(capable, "search", lambda *a: going_first.append(capable.priority.in_flight) or search(*a))
     events = capable.ask_events(PANGU["question"])
     first = next(events)
+    assert going_first == [1] and capable.priority.in_flight == 0, "retrieval and reading went before the model"
     assert isinstance(first, Retrieved) and first.question == PANGU["question"]
     assert first.findings and first.findings[0].abstract.text.startswith(PANGU_PREFIX)
     assert all(f.text in f.abstract.text and f.kind in ("result", "conclusion") for f in first.findings)

@@ -24,6 +24,16 @@ def test_questions_are_answered_in_the_order_they_came() -> None:
     assert line.wait(third, 0.01) is None
 
 
+def test_the_line_is_busy_while_any_question_waits_or_is_answered() -> None:
+    line = WaitingLine(slots=1)
+    assert not line.busy()
+    ticket = line.join("a")
+    assert line.busy()
+    assert line.wait(ticket, 0.01) is None and line.busy()
+    line.leave(ticket)
+    assert not line.busy()
+
+
 def test_a_waiting_question_gets_its_turn_as_soon_as_the_slot_is_free() -> None:
     line = WaitingLine(slots=1)
     first, second = line.join("a"), line.join("b")

@@ -108,16 +108,17 @@ def closeness(question: Question, question_vector: np.ndarray, texts: list[str],
     return vectors @ question_vector + WORD_OVERLAP_WEIGHT * overlap + SPECIFICS_WEIGHT * stated
 
 
-def read(question: Question, hits: list[Hit], embedder: Embedder) -> Reading:
-    """Split every hit into its sentences and sections and embed them, with the question, in
-    one call: what the findings, the excerpts and the claim check all use."""
+def read(question: Question, hits: list[Hit], embedder: Embedder, sentences: Embedder | None = None) -> Reading:
+    """Split every hit into its sentences and sections and embed them (with ``sentences``,
+    which may keep the vectors of sentences read before; default ``embedder``), and the
+    question: what the findings, the excerpts and the claim check all use."""
     per_hit = [
         [p for p in parts(hit.abstract) if not _INSTRUCTION.search(p.sentence)]
         or [Part("", "", None, None, 0)]
         for hit in hits
     ]
-    vectors = embedder.embed([question.text] + [p.sentence for group in per_hit for p in group])
-    question_vector, rows = vectors[0], vectors[1:]
+    question_vector = embedder.embed([question.text])[0]
+    rows = (sentences or embedder).embed([p.sentence for group in per_hit for p in group])
     read_hits, start = [], 0
     for hit, group in zip(hits, per_hit, strict=True):
         own = rows[start : start + len(group)]

@@ -7,6 +7,10 @@ papers' own results and conclusions while the model loads and reads; `findings`)
 model's text deltas, then the verified `Answer`. The model reads each paper's findings first
 (its excerpt opens with them), then what else fits the budget.
 
+Every asker waits for the evidence, and only one reads an answer: retrieval and the reading go
+first (`generators.Priority`), and a local model writing another question's answer waits
+between tokens while they run.
+
 The pipeline receives what it uses (`Parts`: search, embedder, generator, the question's
 subject terms, settings) from its caller and never reaches back up into it.
 
@@ -55,7 +59,7 @@ from typing import Any
 
 from assistant import prompts
 from assistant.answer import citations, context, findings, questions
-from assistant.answer.generators import Generator, Usage
+from assistant.answer.generators import Generator, Priority, Usage
 from assistant.index.embedders import Embedder
 from assistant.retrieval import SearchFilters
 from assistant.settings import Settings
@@ -84,9 +88,11 @@ class Parts:
 
     search: Search
     embedder: Embedder
+    sentences: Embedder  # the abstracts' sentences' embedder: `sentence_vectors.SentenceVectors`, or ``embedder``
     load_generator: Callable[[], Generator]
     subject: Callable[[str], Mapping[str, list[str]]]  # `retrieval.subject_terms` within what search sees
     settings: Settings
+    priority: Priority  # the evidence goes before the model's next token (shared with a local generator)
 
 
 def _select(hits: list[Hit], ratio: float) -> list[Hit]:
@@ -115,7 +121,7 @@ def read_findings(parts: Parts, question: questions.Question, hits: list[Hit]) -
     ``source_score_ratio`` of the best), read, and the findings of the relevant ones."""
     settings = parts.settings
     offered = hits if settings.context.style == "abstracts" else _select(hits, settings.source_score_ratio)
-    reading = context.read(question, offered, parts.embedder)
+    reading = context.read(question, offered, parts.embedder, parts.sentences)
     return reading, findings.choose(reading, settings.min_relevance)
 
 
@@ -151,18 +157,19 @@ def stream_answer(
     started = time.perf_counter()
     query = standalone or question
     plan = settings.context
-    hits = parts.search(query, k or plan.top_k, filters)
-    timings = {"retrieve": time.perf_counter() - started}
-    subject = parts.subject(query)
-    if gated(hits, subject, settings.min_relevance):
+    asked = questions.analyse(query)
+    with parts.priority.first():  # every asker waits for the evidence; one reads the answer
+        hits = parts.search(query, k or plan.top_k, filters)
+        timings = {"retrieve": time.perf_counter() - started}
+        subject = parts.subject(query)
+        closed = gated(hits, subject, settings.min_relevance)
+        reading, found = (None, []) if closed else read_findings(parts, asked, hits)
+    if reading is None:
         yield Retrieved(query, hits)
         generator = parts.load_generator()
         timings["total"] = time.perf_counter() - started
         yield _abstention(query, hits, "low_relevance", generator.model_name, timings=timings)
         return
-
-    asked = questions.analyse(query)
-    reading, found = read_findings(parts, asked, hits)
     timings["findings"] = time.perf_counter() - started
     yield Retrieved(query, hits, found)
     generator = parts.load_generator()

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from assistant.answer.generators.base import GenerationError, Generator, Message, Usage
+from assistant.answer.generators.base import GenerationError, Generator, Message, Priority, Usage
 from assistant.settings import Settings
 
 
-def create(settings: Settings) -> Generator:
-    """The generator the settings ask for (no fallback to another model)."""
+def create(settings: Settings, priority: Priority | None = None) -> Generator:
+    """The generator the settings ask for (no fallback to another model). A local model
+    gives way to the work ``priority`` marks (the evidence of questions)."""
     if settings.llm_backend == "local":
         try:
             from assistant.answer.generators.local_llama import LocalLlama
@@ -18,7 +19,7 @@ def create(settings: Settings) -> Generator:
             ) from error
 
         return LocalLlama(
-            settings.llm_model, settings.cache_dir, settings.llm_threads, settings.llm_context_tokens
+            settings.llm_model, settings.cache_dir, settings.llm_threads, settings.llm_context_tokens, priority
         )
     from assistant.answer.generators.openai_chat import OpenAIChat
     from assistant.openai_client import make_client
@@ -26,4 +27,4 @@ def create(settings: Settings) -> Generator:
     return OpenAIChat(make_client(settings), settings.llm_model)
 
 
-__all__ = ["GenerationError", "Generator", "Message", "Usage", "create"]
+__all__ = ["GenerationError", "Generator", "Message", "Priority", "Usage", "create"]

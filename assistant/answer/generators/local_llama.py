@@ -14,7 +14,7 @@ import llama_cpp
 import numpy as np
 from llama_cpp.llama import LlamaState
 
-from assistant.answer.generators.base import GenerationError, Message, Usage
+from assistant.answer.generators.base import GenerationError, Message, Priority, Usage
 from assistant.answer.model_files import model_path
 
 PROMPT_CACHE_BYTES = 64 << 20
@@ -31,15 +31,21 @@ class LocalLlama:
     fixed instructions (~160 tokens, about 2 s on 2 cores). Flash attention reads prompts
     about 7% faster on this CPU.
 
+    It gives way to the work ``priority`` marks (`Priority`: the evidence of questions asked
+    meanwhile), before its prompt and between tokens.
+
     llama.cpp runs on a thread of its own, never on the caller's. On a CPU with AMX, its
     matrix kernels set up the thread's tile registers once per thread and rely on them
     afterwards; onnxruntime's int8 kernels (the quantized embedder) reconfigure them on
     whatever thread calls it. On a shared thread the model's next answer was garbage.
     """
 
-    def __init__(self, model: str, cache_dir: Path, threads: int, context_tokens: int) -> None:
+    def __init__(
+        self, model: str, cache_dir: Path, threads: int, context_tokens: int, priority: Priority | None = None
+    ) -> None:
         threads = threads or os.cpu_count() or 1
         self.model_name = model
+        self.priority = priority or Priority()
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="llama")
         self.llm = self._thread.submit(
             _KvOnlyStates,
@@ -71,12 +77,14 @@ class LocalLlama:
         self, messages: list[Message], max_tokens: int, usage: Usage, deltas: queue.Queue, stop: threading.Event
     ) -> None:
         try:
+            self.priority.waited(stop)  # the evidence of questions that came meanwhile goes first
             chunks = self.llm.create_chat_completion(
                 messages=messages, stream=True, temperature=0.0, max_tokens=max_tokens
             )
             for chunk in chunks:
                 if stop.is_set():
                     break
+                self.priority.waited(stop)
                 delta = chunk["choices"][0]["delta"].get("content")
                 if delta:
                     usage.completion_tokens += 1
