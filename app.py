@@ -28,6 +28,7 @@ the uploaded files are deleted once indexed, so no one can fetch them by URL.
 
 from __future__ import annotations
 
+import contextvars
 import html
 import logging
 import threading
@@ -37,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import gradio as gr
+from starlette.middleware import Middleware
 
 from assistant import Answer, Assistant, Chat, GenerationError, Hit, QuestionError, Retrieved, default_assistant, render
 from assistant.accounts import AccountError, LoginGuard
@@ -433,6 +435,29 @@ def warm_up(assistant: Assistant, line: WaitingLine) -> None:
         log.warning("could not load the index ahead of the first question: %s", error)
 
 
+CLIENT_ADDRESS: contextvars.ContextVar[str | None] = contextvars.ContextVar("client_address", default=None)
+
+
+class ClientAddress:
+    """ASGI middleware: each HTTP request's client address in ``CLIENT_ADDRESS``, for the login
+    check (`LoginGuard` counts wrong passwords per address; Gradio's login hands it only a name
+    and a password). Behind a reverse proxy on this host, uvicorn takes the address from the
+    proxy's X-Forwarded-For."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        token = CLIENT_ADDRESS.set((scope.get("client") or (None,))[0])
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            CLIENT_ADDRESS.reset(token)
+
+
 def launch(assistant: Assistant, block: bool = True) -> gr.Blocks:
     """Serve the app with the assistant's settings (host, port, share link, login), then load
     its indexes in the background (`warm_up`): the page does not wait for them, and a cold
@@ -445,7 +470,7 @@ def launch(assistant: Assistant, block: bool = True) -> gr.Blocks:
     else:
         auth_dependency = None
         if assistant.accounts.enabled():
-            auth = LoginGuard(assistant.accounts)
+            auth = LoginGuard(assistant.accounts, address=CLIENT_ADDRESS.get)
         elif s.app_username and s.app_password:
             auth = (s.app_username, s.app_password.get_secret_value())
     theme = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"], font_mono=["ui-monospace", "monospace"])
@@ -463,6 +488,7 @@ def launch(assistant: Assistant, block: bool = True) -> gr.Blocks:
         max_file_size=s.app_max_upload_mb * gr.FileSize.MB,
         prevent_thread_lock=True,
         max_threads=max(40, s.app_questions_at_once + 8),  # questions waiting for the model hold a thread each
+        app_kwargs={"middleware": [Middleware(ClientAddress)]},
     )
     threading.Thread(target=warm_up, args=(assistant, line), name="warm-up", daemon=True).start()
     if block:

@@ -4,7 +4,9 @@ Users live in ``users.json`` in the data directory (readable by its owner only):
 with an Argon2id hash of its password (argon2-cffi, its recommended parameters: salted, slow
 to brute-force) and whether it is an admin. The file is written aside and renamed into place
 under a lock, so a crash never leaves half of it. With no users the product is single-user,
-as before: no login, one library.
+as before: no login, one library. Wrong passwords are counted per name and per client address
+in ``login_failures.json`` beside it, written the same way (`LoginGuard`), so a restart
+forgets none.
 """
 
 from __future__ import annotations
@@ -12,11 +14,11 @@ from __future__ import annotations
 import json
 import os
 import re
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
@@ -24,6 +26,7 @@ from filelock import FileLock
 
 NAME = re.compile(r"[a-z][a-z0-9_.-]{0,31}")
 MIN_PASSWORD = 8
+FORGET_AFTER_S = 24 * 3600
 _HASHER = PasswordHasher()
 # Verified against when the name is unknown, so that a wrong name takes as long as a wrong password.
 _DECOY = _HASHER.hash("not a password anyone has")
@@ -41,20 +44,21 @@ class User:
     admin: bool = False
 
 
-class Accounts:
-    """The accounts of one data directory."""
+class _JsonFile:
+    """A JSON object in a file readable by its owner only, written aside and renamed into
+    place; ``lock`` (a file lock beside it) is held around a read-change-write."""
 
-    def __init__(self, data_dir: Path) -> None:
-        self.path = data_dir / "users.json"
-        self._lock = FileLock(data_dir / "users.json.lock")
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.lock = FileLock(path.with_name(path.name + ".lock"))
 
-    def _read(self) -> dict[str, dict[str, object]]:
+    def read(self) -> dict[str, Any]:
         try:
             return json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return {}
 
-    def _write(self, records: dict[str, dict[str, object]]) -> None:
+    def write(self, records: dict[str, Any]) -> None:
         staging = self.path.with_suffix(".json.new")
         descriptor = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
@@ -62,6 +66,21 @@ class Accounts:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(staging, self.path)
+
+
+class Accounts:
+    """The accounts of one data directory."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self._file = _JsonFile(data_dir / "users.json")
+        self.path, self._lock = self._file.path, self._file.lock
+
+    def _read(self) -> dict[str, dict[str, object]]:
+        return self._file.read()
+
+    def _write(self, records: dict[str, dict[str, object]]) -> None:
+        self._file.write(records)
 
     def users(self) -> list[User]:
         """Every account, by name."""
@@ -129,30 +148,43 @@ class Accounts:
 
 class LoginGuard:
     """The app's login check: `Accounts.verify`, refusing a name for ``lock_seconds`` after
-    ``attempts`` wrong passwords in a row (counted in memory, per name), so that guessing
-    costs minutes per handful of tries instead of one Argon2 hash each."""
+    ``attempts`` wrong passwords in a row, and a client address (``address()``, the one the
+    current login comes from; None where unknown) for ``address_lock_seconds`` after
+    ``address_attempts``: guessing one name costs minutes per handful of tries, and trying many
+    names from one address is bounded too. A refused try costs no Argon2 hash, and the counts
+    live in ``login_failures.json`` in the data directory, so a restart forgets none (a count
+    whose last wrong password is ``FORGET_AFTER_S`` old, and whose lock is over, is dropped)."""
 
     def __init__(
-        self, accounts: Accounts, attempts: int = 5, lock_seconds: float = 60.0,
-        clock: Callable[[], float] = time.monotonic,
+        self, accounts: Accounts, attempts: int = 5, lock_seconds: float = 60.0, address_attempts: int = 20,
+        address_lock_seconds: float = 900.0, address: Callable[[], str | None] = lambda: None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
-        self.accounts, self.attempts, self.lock_seconds, self.clock = accounts, attempts, lock_seconds, clock
-        self._failures: dict[str, tuple[int, float]] = {}  # name -> (wrong passwords in a row, locked until)
-        self._lock = threading.Lock()
+        self.accounts, self.address, self.clock = accounts, address, clock
+        self.limits = {"name": (attempts, lock_seconds), "address": (address_attempts, address_lock_seconds)}
+        self._file = _JsonFile(accounts.data_dir / "login_failures.json")
 
     def __call__(self, name: str, password: str) -> bool:
-        with self._lock:
-            if self._failures.get(name, (0, 0.0))[1] > self.clock():
-                return False
-        if self.accounts.verify(name, password):
-            with self._lock:
-                self._failures.pop(name, None)
-            return True
-        with self._lock:
-            count = self._failures.get(name, (0, 0.0))[0] + 1
-            until = self.clock() + self.lock_seconds if count >= self.attempts else 0.0
-            self._failures[name] = (0 if until else count, until)
-        return False
+        keys = {"name": f"name:{name}"}
+        if (address := self.address()) is not None:
+            keys["address"] = f"address:{address}"
+        with self._file.lock:
+            failures = self._file.read()
+        if any(failures.get(key, (0, 0.0, 0.0))[1] > self.clock() for key in keys.values()):
+            return False
+        verified = self.accounts.verify(name, password)
+        with self._file.lock:
+            failures, now = self._file.read(), self.clock()
+            for kind, key in keys.items():
+                if verified:
+                    failures.pop(key, None)
+                    continue
+                limit, seconds = self.limits[kind]
+                count = failures.get(key, (0, 0.0, 0.0))[0] + 1
+                failures[key] = (0, now + seconds, now) if count >= limit else (count, 0.0, now)
+            self._file.write({key: entry for key, entry in failures.items()
+                              if entry[1] > now or now - entry[2] < FORGET_AFTER_S})
+        return verified
 
 
 def _checked(password: str) -> str:

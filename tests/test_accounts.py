@@ -85,3 +85,31 @@ def test_after_five_wrong_passwords_a_name_is_refused_for_a_minute(tmp_path: Pat
     assert guard("bob", "battery staple"), "other names are not affected"
     now[0] += 61
     assert guard("alice", "correct horse")
+
+
+def test_one_address_trying_many_names_is_refused_and_a_restart_forgets_nothing(tmp_path: Path) -> None:
+    accounts, now, address = Accounts(tmp_path), [1000.0], ["10.0.0.7"]
+    accounts.add("alice", "correct horse")
+    guard = LoginGuard(accounts, address_attempts=6, address_lock_seconds=900, address=lambda: address[0],
+                       clock=lambda: now[0])
+    assert not any(guard(f"user{n}", "guess") for n in range(6)), "six names, one wrong try each"
+    assert not guard("alice", "correct horse"), "the address is locked: no name logs in from it"
+    address[0] = "10.0.0.8"
+    assert guard("alice", "correct horse"), "another address is not affected"
+    address[0] = "10.0.0.7"
+    restarted = LoginGuard(accounts, address_attempts=6, address=lambda: address[0], clock=lambda: now[0])
+    assert not restarted("alice", "correct horse"), "the lock outlives the process"
+    now[0] += 901
+    assert restarted("alice", "correct horse")
+    assert (tmp_path / "login_failures.json").stat().st_mode & 0o077 == 0, "readable by its owner only"
+
+
+def test_a_names_lock_outlives_a_restart_and_old_counts_are_forgotten(tmp_path: Path) -> None:
+    accounts, now = Accounts(tmp_path), [1000.0]
+    accounts.add("alice", "correct horse")
+    assert not any(LoginGuard(accounts, clock=lambda: now[0])("alice", f"guess {n}") for n in range(5))
+    assert not LoginGuard(accounts, clock=lambda: now[0])("alice", "correct horse"), "still locked after a restart"
+    LoginGuard(accounts, clock=lambda: now[0])("bob", "a guess")
+    now[0] += 2 * 24 * 3600
+    LoginGuard(accounts, clock=lambda: now[0])("carol", "a guess")
+    assert set(json.loads((tmp_path / "login_failures.json").read_text())) == {"name:carol"}

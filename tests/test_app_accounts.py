@@ -234,3 +234,26 @@ def test_behind_a_trusted_proxy_its_header_names_the_user(lab: dict[str, Any]) -
         assert records[0]["id"] == ALICE_PAPER["id"]
     finally:
         stop(process)
+
+
+@pytest.mark.slow
+def test_wrong_passwords_from_one_address_lock_it_out_across_a_restart(tmp_path: Path) -> None:
+    """Gradio's login hands the check only a name and a password: the app's middleware gives it
+    the client's address, and the counts are kept on disk."""
+    data = tmp_path / "data"
+    Assistant(data_dir=data, auto_ingest=False).ingest([_jsonl(tmp_path / "shared.jsonl", SHARED_RECORDS)])
+    assert _cli(data, "users", "add", "alice", stdin=PASSWORDS["alice"] + "\n").returncode == 0
+    process, url = start_app(data, tmp_path / "app.log", auto_ingest="false")
+    try:
+        login = lambda name, password: httpx.post(url + "login", data={"username": name, "password": password})  # noqa: E731
+        assert all(login(f"guess{n}", "wrong password").status_code == 400 for n in range(20))
+        assert login("alice", PASSWORDS["alice"]).status_code == 400, "this address is locked out, whatever the name"
+    finally:
+        stop(process)
+    process, url = start_app(data, tmp_path / "app2.log", auto_ingest="false")
+    try:
+        assert httpx.post(url + "login", data={"username": "alice", "password": PASSWORDS["alice"]}).status_code == 400
+    finally:
+        stop(process)
+    failures = json.loads((data / "login_failures.json").read_text())
+    assert failures["address:127.0.0.1"][1] > time.time(), "locked, on disk, for this address"
