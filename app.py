@@ -45,6 +45,7 @@ from assistant.accounts import AccountError, LoginGuard
 from assistant.corpus import COMPRESSED_SUFFIXES, SUFFIXES
 from assistant.index.embedders import EmbeddingError
 from assistant.index.store import StoreError
+from assistant.limits import Allowance
 from assistant.waiting_line import Replaced, WaitingLine
 
 log = logging.getLogger("assistant.app")
@@ -161,6 +162,7 @@ class Handlers:
     def __init__(self, viewer: Viewer, line: WaitingLine) -> None:
         self.viewer = viewer
         self.line = line
+        self.uploads = Allowance(viewer.assistant.settings.app_uploads_per_hour)
 
     def respond(
         self,
@@ -267,6 +269,10 @@ class Handlers:
             view = self.viewer(request)
             if len(files) > view.settings.app_max_upload_files:
                 raise ValueError(f"{len(files)} files at once; upload at most {view.settings.app_max_upload_files} at a time")
+            owner = view.settings.user or (request.session_hash if request else None) or "anyone"
+            if (wait := self.uploads.take(owner)) is not None:
+                raise ValueError(f"this server takes {self.uploads.most} uploads an hour from each user; "
+                                 f"try again in {max(1, round(wait / 60))} min")
             progress(0, desc="Reading files")
             report = view.ingest(
                 files, on_progress=lambda done: progress(done.fraction, desc=f"Indexing: {done.line()}"),

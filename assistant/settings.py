@@ -271,6 +271,11 @@ class Settings(BaseSettings):
     openai_max_retries: int = Field(
         default=2, description="Retries of a failed request (the openai client's own retry logic)."
     )
+    openai_rest_s: float = Field(
+        default=30.0, ge=0, description="Seconds a model server that did not answer (timed out, unreachable) is not "
+        "asked again: the questions waiting behind the failed one get its message at once instead of each waiting "
+        "out a timeout of its own.",
+    )
 
     # App
     app_host: str = Field(
@@ -305,6 +310,10 @@ class Settings(BaseSettings):
         default=50, ge=1, description="Largest file the app accepts for upload, in MB (larger ones get a message)."
     )
     app_max_upload_files: int = Field(default=20, ge=1, description="Most files one upload in the app may hold.")
+    app_uploads_per_hour: int = Field(
+        default=30, ge=1, description="Most uploads one user (an account; without accounts, a browser session) may "
+        "send the app in an hour: indexing runs on the server's cores, in its one index.",
+    )
     app_auth_header: str | None = Field(
         default=None,
         description="Request header naming the logged-in user, set by a trusted reverse proxy that "

@@ -70,6 +70,7 @@ class ScriptedServer:
         self.scripts: dict[str, Script] = {}
         self.prompts: list[str] = []
         self.default_reply = "NOT IN SOURCES"
+        self.stall_s = 0.0  # set: every chat request waits this long before any reply (a stuck server)
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -90,6 +91,7 @@ class ScriptedServer:
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._json({"error": {"message": f"no route {self.path}"}}, status=404)
                     return
+                time.sleep(server.stall_s)
                 prompt = "\n".join(str(m.get("content", "")) for m in request.get("messages", []))
                 reply = server.reply_to(prompt)
                 if request.get("stream"):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import subprocess
 import sys
 import time
@@ -122,6 +123,31 @@ def test_eight_simultaneous_clients_all_get_answers(app_url: str) -> None:
 
 
 @pytest.mark.slow
+def test_idle_connections_hold_no_worker_and_an_oversized_question_is_refused_at_once(app_url: str) -> None:
+    """Two hundred connections that send nothing, or half a request, while one user asks: the
+    user is answered. A question over the size limit is told so before any search."""
+    from gradio_client import Client
+
+    host, port = httpx.URL(app_url).host, httpx.URL(app_url).port
+    idle = [socket.create_connection((host, port)) for _ in range(100)]
+    half = [socket.create_connection((host, port)) for _ in range(100)]
+    try:
+        for connection in half:
+            connection.sendall(b"GET / HTTP/1.1\r\nHost: x\r\n")  # headers never finished
+        client = Client(app_url, verbose=False)
+        answer = reply_text(client.predict(QUESTION, api_name="/chat")[1])
+        started = time.perf_counter()
+        refused = reply_text(client.predict("Why? " * 20_000, api_name="/chat")[1])
+        seconds = time.perf_counter() - started
+    finally:
+        for connection in idle + half:
+            connection.close()
+    assert "Pangu" in answer or "[1]" in answer, answer
+    assert refused.startswith("⚠") and "99,999 characters long; the limit is 4,000" in refused, refused[:300]
+    assert seconds < 5, "refused without waiting for search or the model"
+
+
+@pytest.mark.slow
 def test_every_user_gets_the_evidence_before_the_model_is_free(app_url: str) -> None:
     """Six users ask at once: each first update carries the sources and findings before the
     model has finished even one answer; those waiting see their place."""
@@ -149,6 +175,33 @@ def test_every_user_gets_the_evidence_before_the_model_is_free(app_url: str) -> 
     assert any("Waiting for the model: " in reply and "ahead of yours in the queue" in reply
                for _, _, replies in runs for reply in replies)
     assert not [replies[-1] for _, _, replies in runs if replies[-1].startswith("⚠")]
+
+
+@pytest.mark.slow
+def test_users_behind_a_stuck_model_server_each_hear_what_to_do_within_about_one_timeout(tmp_path: Path) -> None:
+    """The openai backend, one answer at a time, and a model server that accepts requests and
+    never answers: the first question waits out the timeout; the three waiting behind it get
+    the same advice at their turn, not a timeout each."""
+    from gradio_client import Client
+    from scripted_server import MODEL, ScriptedServer
+
+    with ScriptedServer() as server:
+        server.stall_s = 60.0
+        process, url = start_app(tmp_path / "index", tmp_path / "app.log", llm_backend="openai", llm_model=MODEL,
+                                 openai_base_url=server.base_url, openai_timeout="4", openai_max_retries="0",
+                                 app_concurrency="1")
+        try:
+            clients = [Client(url, verbose=False) for _ in range(4)]
+            started = time.monotonic()
+            with ThreadPoolExecutor(len(clients)) as pool:
+                replies = list(pool.map(lambda c: reply_text(c.predict(QUESTION, api_name="/chat")[1]), clients))
+            seconds = time.monotonic() - started
+        finally:
+            stop(process)
+    assert all(r.startswith("⚠") and "did not answer within 4.0 s" in r and "ASSISTANT_OPENAI_TIMEOUT" in r
+               for r in replies), replies
+    assert sum("asked again in" in r for r in replies) == 3, "the three behind heard without asking it again"
+    assert seconds < 3 * 4, f"the line drained in about one timeout, not one per user ({seconds:.1f} s)"
 
 
 @pytest.mark.slow
@@ -188,14 +241,15 @@ def test_login_is_required_when_configured(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_two_app_replicas_on_one_chroma_server_find_what_either_adds(tmp_path: Path) -> None:
     """Two app processes, their own data dirs, one `chroma run` server: a gzipped PubMed file
-    uploaded to one is found by the other's search within a minute."""
+    uploaded to one is found by the other's search within a minute. The first takes one upload
+    an hour from each user (here: each session)."""
     import gzip
 
     from gradio_client import Client, handle_file
 
     server = ChromaServer(tmp_path / "server").start()
     settings = {"auto_ingest": "false", "chroma_host": "127.0.0.1", "chroma_port": str(server.port)}
-    first, first_url = start_app(tmp_path / "first", tmp_path / "first.log", **settings)
+    first, first_url = start_app(tmp_path / "first", tmp_path / "first.log", app_uploads_per_hour="1", **settings)
     second, second_url = start_app(tmp_path / "second", tmp_path / "second.log", **settings)
     try:
         query = "intermittent fasting insulin sensitivity prediabetes"
@@ -203,9 +257,14 @@ def test_two_app_replicas_on_one_chroma_server_find_what_either_adds(tmp_path: P
         assert reader.predict(query, 5, api_name="/search")[1] == []
         upload = tmp_path / "pubmed25n0001.xml.gz"
         upload.write_bytes(gzip.compress((FORMATS / "pubmed.xml").read_bytes()))
-        report, *_ = Client(first_url, verbose=False).predict(
-            [handle_file(str(upload))], False, "All sources", "All sources", api_name="/add_papers")
+        uploader = Client(first_url, verbose=False)
+        report, *_ = uploader.predict([handle_file(str(upload))], False, "All sources", "All sources", api_name="/add_papers")
         assert "pubmed25n0001.xml.gz" in report and "added 2 abstracts" in report
+        again, *_ = uploader.predict([handle_file(str(upload))], False, "All sources", "All sources", api_name="/add_papers")
+        assert "this server takes 1 uploads an hour from each user; try again in 60 min" in again
+        other, *_ = Client(first_url, verbose=False).predict(
+            [handle_file(str(upload))], False, "All sources", "All sources", api_name="/add_papers")
+        assert "takes 1 uploads an hour" not in other and "added 0 abstracts, skipped 2 already indexed" in other, other
         deadline, found = time.monotonic() + 60, []
         while time.monotonic() < deadline and not found:
             found = [r for r in reader.predict(query, 5, api_name="/search")[1] if r["id"] == "pmid:99000001"]

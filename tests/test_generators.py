@@ -198,3 +198,25 @@ def test_the_local_model_gives_way_between_tokens_to_the_evidence_of_other_quest
         sample_index.priority.most_s = Priority().most_s
     assert held == expected, "giving way changes nothing in the answer"
     assert seconds >= 0.25 * 8, "it waited before the prompt and between its tokens"
+
+
+def test_a_server_that_did_not_answer_is_left_alone_so_the_questions_behind_hear_at_once() -> None:
+    from scripted_server import MODEL, ScriptedServer
+
+    prompt = [{"role": "user", "content": "What accuracy do NFNets reach?"}]
+    with ScriptedServer() as server:
+        server.stall_s = 10.0
+        chat = create(Settings(llm_backend="openai", llm_model=MODEL, openai_base_url=server.base_url,
+                               openai_timeout=1.0, openai_max_retries=0, openai_rest_s=60))
+        started = time.monotonic()
+        with pytest.raises(GenerationError, match=r"did not answer within 1\.0 s .*ASSISTANT_OPENAI_TIMEOUT"):
+            list(chat.stream(prompt, 16, Usage()))
+        assert 0.9 < time.monotonic() - started < 4.5, "the first question waits out the timeout"
+        started = time.monotonic()
+        with pytest.raises(GenerationError, match=r"did not answer within 1\.0 s .*asked again in \d+ s; try again then"):
+            list(chat.stream(prompt, 16, Usage()))
+        assert time.monotonic() - started < 0.5, "the next hears at once, without asking the stuck server"
+        asked = len(server.prompts)
+        chat.rest_s, server.stall_s, server.default_reply = 0.0, 0.0, "NFNets reach 86.5%."
+        assert "".join(chat.stream(prompt, 16, Usage())) == "NFNets reach 86.5%."
+        assert len(server.prompts) == asked + 1, "once the rest is over, it is asked again"

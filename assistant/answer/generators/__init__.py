@@ -24,7 +24,7 @@ def create(settings: Settings, priority: Priority | None = None) -> Generator:
     from assistant.answer.generators.openai_chat import OpenAIChat
     from assistant.openai_client import make_client
 
-    return OpenAIChat(make_client(settings), settings.llm_model)
+    return OpenAIChat(make_client(settings), settings.llm_model, settings.openai_rest_s)
 
 
 __all__ = ["GenerationError", "Generator", "Message", "Priority", "Usage", "create"]
