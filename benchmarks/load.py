@@ -3,7 +3,11 @@
     python benchmarks/load.py [--users 8,32]
 
 Starts ``python app.py`` on an index of the bundled corpus (built first), then, for each
-number of users, that many gradio_client users send a dev question at the same moment.
+number of users, that many gradio_client users connect, then send a dev question at the same
+moment. The index's sentence vectors are computed first, as the app does in the background
+after start-up (`Assistant.warm_sentences`); ``--cold`` runs the app keeping none
+(``ASSISTANT_SENTENCE_CACHE_MB=0``: every question embeds its papers' sentences, as before
+they were kept).
 For each user, from sending: the *first update* (its first streamed output, which carries the
 retrieved sources and the findings) and the *answer* (the final one). Every question gets its
 evidence at once; the model answers ``Settings.answers_at_once`` at a time (1 with the local
@@ -25,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -44,12 +49,15 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def one_user(url: str, question: str) -> dict[str, float]:
-    """Send one question; the seconds until its first streamed update (which must carry the
-    retrieved sources) and until its answer, both from sending."""
+def one_user(url: str, question: str, ready: threading.Barrier | None = None) -> dict[str, float]:
+    """Connect, then (with ``ready``: once every user has connected) send one question; the
+    seconds until its first streamed update (which must carry the retrieved sources) and until
+    its answer, both from sending."""
     from gradio_client import Client
 
     client = Client(url, verbose=False)
+    if ready is not None:
+        ready.wait()
     sent = time.perf_counter()
     job = client.submit(question, api_name="/chat")
     first = None
@@ -123,12 +131,21 @@ def oversized_upload(folder: Path) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--users", default="8,32", help="numbers of simultaneous users, comma-separated")
+    parser.add_argument("--cold", action="store_true", help="keep no sentence vectors (each question embeds its own)")
     args = parser.parse_args()
     work = Path(tempfile.mkdtemp(prefix="load-bench-"))
-    Assistant(data_dir=work / "index", auto_ingest=False).ingest([BUNDLED_CORPUS])
-    questions = [json.loads(line)["question"] for line in (ROOT / "tests/data/dev.jsonl").read_text().splitlines()]
+    index = Assistant(data_dir=work / "index", auto_ingest=False)
+    index.ingest([BUNDLED_CORPUS])
     port = free_port()
     env = {**os.environ, "ASSISTANT_DATA_DIR": str(work / "index"), "ASSISTANT_APP_PORT": str(port)}
+    mode = "cold: no sentence vectors kept" if args.cold else "sentence vectors kept"
+    if args.cold:
+        env["ASSISTANT_SENTENCE_CACHE_MB"] = "0"
+    else:
+        started = time.perf_counter()
+        embedded = index.warm_sentences()
+        print(f"sentence vectors of {embedded} abstracts computed in {time.perf_counter() - started:.1f} s")
+    questions = [json.loads(line)["question"] for line in (ROOT / "tests/data/dev.jsonl").read_text().splitlines()]
     app = subprocess.Popen([sys.executable, str(ROOT / "app.py")], env=env, cwd=ROOT,
                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/"
@@ -143,33 +160,39 @@ def main() -> None:
         one_user(url, questions[0])  # loads the model
         for users in (int(n) for n in args.users.split(",")):
             asked = [questions[i % len(questions)] for i in range(users)]
+            ready = threading.Barrier(users)  # all connect first, then send at the same moment
             started = time.perf_counter()
             with ThreadPoolExecutor(users) as pool:
-                runs = list(pool.map(lambda q: one_user(url, q), asked))
+                runs = list(pool.map(lambda q: one_user(url, q, ready), asked))
             wall = time.perf_counter() - started
             print(f"{users} users: first update {percentiles([r['first'] for r in runs])}, answer "
                   f"{percentiles([r['answer'] for r in runs])}, all done in {wall:.0f} s")
+            tag = "_cold" if args.cold else ""
             rows += [
-                row(f"load_{users}_first", f"{users} simultaneous users: first update (sources, findings), p50 / p95",
-                    percentiles([r["first"] for r in runs])),
-                row(f"load_{users}_answer", f"{users} simultaneous users: answer, p50 / p95",
+                row(f"load_{users}_first{tag}", f"{users} simultaneous users ({mode}): first update (sources, "
+                    "findings), p50 / p95", percentiles([r["first"] for r in runs])),
+                row(f"load_{users}_answer{tag}", f"{users} simultaneous users ({mode}): answer, p50 / p95",
                     percentiles([r["answer"] for r in runs])),
-                row("", f"{users} simultaneous users: until the last answer", f"{wall:.0f} s"),
+                row("", f"{users} simultaneous users ({mode}): until the last answer", f"{wall:.0f} s"),
             ]
-        seconds = cancel_frees(url, questions[1], questions[2])
-        print(f"a cancelled question freed the model for the next in {seconds:.2f} s")
-        rows.append(row("cancel_frees", "a question cancelled while the model writes: the next one's turn after",
-                        f"{seconds:.2f} s"))
+        if not args.cold:
+            seconds = cancel_frees(url, questions[1], questions[2])
+            print(f"a cancelled question freed the model for the next in {seconds:.2f} s")
+            rows.append(row("cancel_frees", "a question cancelled while the model writes: the next one's turn after",
+                            f"{seconds:.2f} s"))
     finally:
         app.terminate()
         app.wait(timeout=30)
+    note = (f"the app answers {index.settings.answers_at_once} question(s) at a time (the local model); the others "
+            "wait in its line, their evidence already shown.")
+    if args.cold:
+        save("load_cold", "Load, keeping no sentence vectors: simultaneous chat users", rows, note=note)
+        return
     seconds = oversized_upload(work)
     print(f"a file with a 10 MB record and a valid one: ingested in {seconds:.2f} s")
     rows.append(row("oversized_record", "ingest of a file with a 10 MB record (rejected) and a valid one (added)",
                     f"{seconds:.2f} s"))
-    save("load", "Load: simultaneous chat users, and a pathological upload", rows,
-         note=f"the app answers {Assistant(data_dir=work / 'index').settings.answers_at_once} question(s) at a time "
-              "(the local model); the others wait in its line, their evidence already shown.")
+    save("load", "Load: simultaneous chat users, and a pathological upload", rows, note=note)
 
 
 if __name__ == "__main__":
