@@ -205,6 +205,7 @@ def _figures(tally: Tally, minutes: float, users: int) -> dict[str, object]:
         "first_update_p95": firsts[min(len(firsts) - 1, round(0.95 * (len(firsts) - 1)))] if firsts else None,
         "rss_first_mb": after_first_minute[0] if after_first_minute else None,
         "rss_last_mb": after_first_minute[-1] if after_first_minute else None, "rss_growth": growth,
+        "rss_by_minute_mb": [round(mb) for at, mb in tally.rss_mb if at % 60 < RSS_EVERY_S],
     }
 
 
@@ -251,7 +252,8 @@ def main() -> None:
             "indexed" in e for e in f["errors"]) else "not all"),
         row("", f"{label}: wrong passwords let in", f"{f['guesses_let_in']} of {f['guesses']}"),
     ]
-    save("soak", "Soak: mixed traffic on a shared server", rows, note="; ".join(f["errors"][:5]))
+    save("soak", "Soak: mixed traffic on a shared server", rows, note="; ".join(f["errors"][:5]),
+         rss_by_minute_mb=f["rss_by_minute_mb"])
 
 
 if __name__ == "__main__":
