@@ -11,8 +11,9 @@ Every asker waits for the evidence, and only one reads an answer: retrieval and 
 first (`generators.Priority`), and a local model writing another question's answer waits
 between tokens while they run.
 
-The pipeline receives what it uses (`Parts`: search, embedder, generator, the question's
-subject terms, settings) from its caller and never reaches back up into it.
+The pipeline receives what it uses (`Parts`: search, embedder, the sentences' embedder,
+generator, the question's subject terms, settings, the priority) from its caller and never
+reaches back up into it.
 
 The question is read once (`questions.analyse`): its words, names, numbers and form, which
 the findings, the prompt and the claim check all take. A yes/no question is put to the model
