@@ -74,32 +74,30 @@ class Accounts:
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
         self._file = _JsonFile(data_dir / "users.json")
-        self.path, self._lock = self._file.path, self._file.lock
 
-    def _read(self) -> dict[str, dict[str, object]]:
-        return self._file.read()
-
-    def _write(self, records: dict[str, dict[str, object]]) -> None:
-        self._file.write(records)
+    @property
+    def path(self) -> Path:
+        """The accounts file."""
+        return self._file.path
 
     def users(self) -> list[User]:
         """Every account, by name."""
-        return [User(name, bool(record.get("admin"))) for name, record in sorted(self._read().items())]
+        return [User(name, bool(record.get("admin"))) for name, record in sorted(self._file.read().items())]
 
     def enabled(self) -> bool:
         """Whether any account exists (then the app asks everyone to log in)."""
-        return bool(self._read())
+        return bool(self._file.read())
 
     def get(self, name: str) -> User | None:
         """The account of this name, if there is one."""
-        record = self._read().get(name)
+        record = self._file.read().get(name)
         return None if record is None else User(name, bool(record.get("admin")))
 
     def require(self, name: str) -> User:
         """The account of this name, or an `AccountError` saying how to add it."""
         user = self.get(name)
         if user is None:
-            raise AccountError(f"there is no user {name!r} in {self.path.parent}; add one with `assistant users add {name}`")
+            raise AccountError(f"there is no user {name!r} in {self.data_dir}; add one with `assistant users add {name}`")
         return user
 
     def add(self, name: str, password: str, admin: bool = False) -> User:
@@ -110,36 +108,36 @@ class Accounts:
                 "starting with a letter"
             )
         hashed = _HASHER.hash(_checked(password))
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self._lock:
-            records = self._read()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        with self._file.lock:
+            records = self._file.read()
             if name in records:
                 raise AccountError(f"user {name!r} exists already; change the password with `assistant users passwd {name}`")
             records[name] = {"hash": hashed, "admin": admin}
-            self._write(records)
+            self._file.write(records)
         return User(name, admin)
 
     def set_password(self, name: str, password: str) -> None:
         """Replace an account's password."""
         hashed = _HASHER.hash(_checked(password))
-        with self._lock:
-            records = self._read()
+        with self._file.lock:
+            records = self._file.read()
             if name not in records:
                 raise AccountError(f"there is no user {name!r}")
             records[name]["hash"] = hashed
-            self._write(records)
+            self._file.write(records)
 
     def remove(self, name: str) -> None:
         """Delete an account (its private library is removed by `Assistant.remove_user`)."""
-        with self._lock:
-            records = self._read()
+        with self._file.lock:
+            records = self._file.read()
             if records.pop(name, None) is None:
                 raise AccountError(f"there is no user {name!r}")
-            self._write(records)
+            self._file.write(records)
 
     def verify(self, name: str, password: str) -> bool:
         """Whether this name and password log in (as slow for an unknown name as for a known one)."""
-        record = self._read().get(name)
+        record = self._file.read().get(name)
         try:
             return _HASHER.verify(str(record["hash"]) if record else _DECOY, password) and record is not None
         except (VerificationError, InvalidHashError):
