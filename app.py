@@ -22,8 +22,9 @@ dropped), each user shown their place and the estimated wait.
 Accounts (`assistant users add`): when any exists, every route asks for a login (the app's
 login page, ``Client(url, auth=(name, password))``, or a trusted proxy's header,
 ``Settings.app_auth_header``), and every handler works on the logged-in user's view of the
-index (`Viewer`): the shared library and their private one. Uploads go to the private one and
-the uploaded files are deleted once indexed, so no one can fetch them by URL.
+index (`Viewer`): the shared library and their private one. Uploads go to the private one;
+no uploaded file is served by URL, to anyone, at any moment (`PrivateUploads`), and each is
+deleted once indexed.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from __future__ import annotations
 import contextvars
 import html
 import logging
+import re
 import threading
 import time
 from collections.abc import Generator, Iterator
@@ -38,7 +40,9 @@ from pathlib import Path
 from typing import Any
 
 import gradio as gr
+from gradio.utils import get_upload_folder
 from starlette.middleware import Middleware
+from starlette.responses import PlainTextResponse
 
 from assistant import Answer, Assistant, Chat, GenerationError, Hit, QuestionError, Retrieved, default_assistant, render
 from assistant.accounts import AccountError, LoginGuard
@@ -149,8 +153,7 @@ class Viewer:
 
 
 def _discard(files: list[str]) -> None:
-    """Delete uploaded files once read: Gradio serves its upload folder to any logged-in user
-    who knows a file's URL."""
+    """Delete uploaded files once read: no copy of a user's papers outlives their indexing."""
     for name in files:
         Path(name).unlink(missing_ok=True)
 
@@ -464,6 +467,33 @@ class ClientAddress:
             CLIENT_ADDRESS.reset(token)
 
 
+FILE_ROUTE = re.compile(r"^.*?/file[=/](.+)$")  # Gradio's routes serving a file by its path
+
+
+class PrivateUploads:
+    """ASGI middleware: nothing in Gradio's upload folder is served over HTTP, to anyone, at
+    any moment. Gradio serves that folder by URL (``/file=<path>``) to every logged-in user,
+    and an upload waits there until `Handlers.add_papers` has indexed and deleted it. The app
+    itself puts nothing there to be fetched: its exports are made in the page."""
+
+    def __init__(self, app: Any, folder: Path) -> None:
+        self.app = app
+        self.folder = folder.resolve()
+
+    def private(self, path: str) -> bool:
+        """Whether a request path names a file in the upload folder (by Gradio's file route,
+        ``file=<path>``, or its older spelling, ``file/<path>``)."""
+        named = FILE_ROUTE.match(path)
+        return bool(named) and Path(named[1]).resolve().is_relative_to(self.folder)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and self.private(scope.get("path", "")):
+            await PlainTextResponse("Uploaded files are not served: they are read into the index, then deleted.",
+                                    status_code=403)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
 def launch(assistant: Assistant, block: bool = True) -> gr.Blocks:
     """Serve the app with the assistant's settings (host, port, share link, login), then load
     its indexes in the background (`warm_up`): the page does not wait for them, and a cold
@@ -494,7 +524,7 @@ def launch(assistant: Assistant, block: bool = True) -> gr.Blocks:
         max_file_size=s.app_max_upload_mb * gr.FileSize.MB,
         prevent_thread_lock=True,
         max_threads=max(40, s.app_questions_at_once + 8),  # questions waiting for the model hold a thread each
-        app_kwargs={"middleware": [Middleware(ClientAddress)]},
+        app_kwargs={"middleware": [Middleware(ClientAddress), Middleware(PrivateUploads, folder=Path(get_upload_folder()))]},
     )
     threading.Thread(target=warm_up, args=(assistant, line), name="warm-up", daemon=True).start()
     if block:

@@ -89,9 +89,9 @@ def test_an_outsider_gets_nothing_from_any_route(lab: dict[str, Any]) -> None:
     url = lab["url"]
     with pytest.raises(AuthenticationError):
         _client(url, "alice").__class__(url, verbose=False)
-    for path in ("config", "gradio_api/info", "gradio_api/openapi.json", "gradio_api/queue/data?session_hash=x",
-                 f"gradio_api/file={lab['uploads']}/x/secret.jsonl"):
+    for path in ("config", "gradio_api/info", "gradio_api/openapi.json", "gradio_api/queue/data?session_hash=x"):
         assert httpx.get(url + path).status_code == 401, path
+    assert httpx.get(url + f"gradio_api/file={lab['uploads']}/x/secret.jsonl").status_code == 403  # served to no one
     for path in ("gradio_api/call/search", "gradio_api/call/chat", "gradio_api/queue/join", "gradio_api/upload"):
         assert httpx.post(url + path, json={"data": [SECRET, 5]}).status_code == 401, path
     page = httpx.get(url).text
@@ -169,6 +169,26 @@ def test_an_upload_goes_to_the_uploaders_library_and_its_file_cannot_be_fetched(
     refused, *_ = _client(lab["url"], "bob").predict(
         [handle_file(str(upload))], True, "All sources", "All sources", api_name="/add_papers")
     assert "only admins add to the shared library" in refused
+
+
+@pytest.mark.slow
+def test_an_upload_waiting_to_be_indexed_is_served_to_no_one(lab: dict[str, Any]) -> None:
+    """Between Gradio's upload and its indexing the file sits in the upload folder: no user,
+    the uploader included, is served it, by any spelling of its path."""
+    waiting = _jsonl(lab["folder"] / "waiting.jsonl", [{**UPLOADED, "id": "alice-waiting", "title": "Vorstane"}])
+    with _logged_in(lab["url"], "alice") as session, waiting.open("rb") as handle:
+        [path] = session.post("gradio_api/upload", files={"files": handle}).json()
+    assert Path(path).is_relative_to(lab["uploads"]) and b"Vorstane" in Path(path).read_bytes()
+    parent = Path(path).parent
+    spellings = [f"gradio_api/file={path}", f"gradio_api/file/{path}",
+                 f"gradio_api/file={parent}/../{parent.name}/{Path(path).name}"]
+    for name in ("alice", "bob"):
+        with _logged_in(lab["url"], name) as session:
+            for spelling in spellings:
+                refused = session.get(spelling)
+                assert refused.status_code == 403 and b"Vorstane" not in refused.content, (name, spelling)
+                assert "not served" in refused.text
+    assert Path(path).exists(), "refused by the app, not gone"
 
 
 def _log_in(browser: Any, url: str, name: str) -> Watched:
