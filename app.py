@@ -46,6 +46,7 @@ from starlette.responses import PlainTextResponse
 
 from assistant import Answer, Assistant, Chat, GenerationError, Hit, QuestionError, Retrieved, default_assistant, render
 from assistant.accounts import AccountError, LoginGuard
+from assistant.allocator import give_back_freed_memory
 from assistant.corpus import COMPRESSED_SUFFIXES, SUFFIXES
 from assistant.index.embedders import EmbeddingError
 from assistant.index.store import StoreError
@@ -546,6 +547,7 @@ def _proxy_login(assistant: Assistant) -> Any:
 
 def main() -> None:
     """Open the default assistant (ingesting the bundled corpus if the index is empty) and serve."""
+    give_back_freed_memory()  # before any thread starts: a server's memory stays flat
     assistant = default_assistant()
     try:
         report = assistant.ensure_corpus()
