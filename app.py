@@ -191,8 +191,8 @@ class Handlers:
             {"role": "assistant", "content": ""},
         ]
         streamed, table = "", ""
-        # a place in the model's line from now; a follow-up waits for its turn first (the
-        # model rewrites it before retrieval), a first question once its evidence is shown
+        # a place in the model's line from now; its turn is waited for once its evidence is
+        # shown (a follow-up's is previewed before the model rewrites it: `Retrieved.preview`)
         ticket = self.line.join(request.session_hash if request and request.session_hash else str(id(chat)))
 
         def wait_turn() -> Generator[Any, None, bool]:
@@ -210,8 +210,6 @@ class Handlers:
             return said is not None
 
         try:
-            if chat.history:
-                yield from wait_turn()
             for item in chat.ask_events(text, k=int(k) if k else None, filters=_filters(source, year_min, year_max)):
                 if isinstance(item, Retrieved):
                     table = render.findings_html(item.findings, turn)

@@ -13,6 +13,8 @@ import copy
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import closing
+from dataclasses import replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
@@ -391,11 +393,15 @@ class Chat:
 
     def ask_events(self, question: str, **options: Any) -> Iterator[Event]:
         """Like `Assistant.ask_events` (same options), for the next turn of this conversation;
-        `Retrieved.question` is the follow-up rewritten as a standalone question."""
+        `Retrieved.question` is the follow-up rewritten as a standalone question. A follow-up's
+        evidence is first previewed without the model (`Retrieved.preview`)."""
         question = check_question(question)
         standalone = None
         if self.history:
             recent = self.history[-self.max_turns :]
+            with closing(stream_answer(self.assistant.answering(), question, f"{recent[-1][0]} {question}",
+                                       **options)) as evidence:
+                yield replace(next(evidence), preview=True)  # the first event: the evidence, before the model
             standalone = condense(self.assistant.generator, recent, question, 96)
         for item in stream_answer(self.assistant.answering(), question, standalone, **options):
             if isinstance(item, Answer):

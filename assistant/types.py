@@ -155,11 +155,16 @@ def findings_lines(findings: list[Finding]) -> list[str]:
 class Retrieved:
     """The first event of an answer stream (`Assistant.ask_events`): the abstracts found for
     ``question`` (the standalone question, after a chat follow-up is rewritten), and each
-    relevant one's findings (`Finding`), before the model writes anything."""
+    relevant one's findings (`Finding`), before the model writes anything.
+
+    A chat follow-up yields two: first a ``preview``, found for the follow-up read after the
+    previous question, with no model (rewriting needs the model, which may be busy with other
+    users' answers), then the rewritten question's."""
 
     question: str
     hits: list[Hit]
     findings: list[Finding] = field(default_factory=list)
+    preview: bool = False
 
 
 MAX_LISTED_REJECTIONS = 10_000  # a baseline run rejects millions of abstract-less articles: counted, not all kept

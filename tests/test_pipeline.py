@@ -194,6 +194,26 @@ PARAPHRASE = ("Pangu Ultra, a dense model with 135B parameters, keeps its deep t
               "sandwich normalization, which removes the loss spikes [@0].")
 
 
+def test_a_follow_ups_evidence_is_previewed_before_the_model_rewrites_it(
+    capable: Assistant, scripted: ScriptedServer
+) -> None:
+    """The rewriting needs the model, which a busy server keeps for others' answers: the
+    follow-up's evidence, found for it read after the previous question, comes first."""
+    scripted.script(PANGU["question"], PARAPHRASE, [PANGU_PREFIX])
+    chat = capable.chat()
+    chat.ask(PANGU["question"])
+    asked = len(scripted.prompts)
+    events = chat.ask_events("How many tokens was it trained on?")
+    preview = next(events)
+    assert isinstance(preview, Retrieved) and preview.preview
+    assert len(scripted.prompts) == asked, "found before the model was asked anything"
+    assert preview.hits[0].abstract.text.startswith("We present Pangu Ultra") and preview.findings
+    rest = list(events)
+    assert len(scripted.prompts) > asked
+    assert [e for e in rest if isinstance(e, Retrieved) and not e.preview], "then the rewritten question's"
+    assert isinstance(rest[-1], Answer) and len(chat.history) == 2
+
+
 def test_a_capable_models_paraphrase_is_verified_and_cited(capable: Assistant, scripted: ScriptedServer) -> None:
     scripted.script(PANGU["question"], PARAPHRASE, [PANGU_PREFIX])
     answer = capable.ask(PANGU["question"])
