@@ -3,6 +3,7 @@ once, a login), and in a real headless Chromium driven by playwright."""
 
 from __future__ import annotations
 
+import html
 import json
 import os
 import re
@@ -202,6 +203,39 @@ def test_users_behind_a_stuck_model_server_each_hear_what_to_do_within_about_one
                for r in replies), replies
     assert sum("asked again in" in r for r in replies) == 3, "the three behind heard without asking it again"
     assert seconds < 3 * 4, f"the line drained in about one timeout, not one per user ({seconds:.1f} s)"
+
+
+@pytest.mark.slow
+def test_a_newer_question_from_the_same_chat_takes_the_waiting_ones_place(tmp_path: Path) -> None:
+    """One answer at a time and a model busy for a few seconds: a chat that asks again while its
+    question still waits has that question told it was replaced, and only the newer one goes
+    to the model."""
+    from gradio_client import Client
+    from scripted_server import MODEL, ScriptedServer
+
+    with ScriptedServer() as server:
+        server.stall_s = 4.0
+        server.script(QUESTION, "Pangu Ultra uses depth-scaled sandwich normalization [@0].",
+                      ["We present Pangu Ultra, a Large Language Model (LLM) with 135 billion parameters"])
+        process, url = start_app(tmp_path / "index", tmp_path / "app.log", llm_backend="openai", llm_model=MODEL,
+                                 openai_base_url=server.base_url, openai_timeout="30", app_concurrency="1")
+        try:
+            busy = Client(url, verbose=False).submit(QUESTION, api_name="/chat")
+            chat = Client(url, verbose=False)  # one client, one session: one chat
+            waiting = chat.submit(QUESTION, api_name="/chat")
+            deadline = time.monotonic() + 60
+            while not any(isinstance(o[1], list) and "Waiting for the model" in reply_text(o[1])
+                          for o in waiting.outputs()):
+                assert time.monotonic() < deadline and not waiting.done(), "the second question never waited"
+                time.sleep(0.05)
+            newer = chat.submit(QUESTION, api_name="/chat")
+            replaced, answered = reply_text(waiting.result()[1]), reply_text(newer.result()[1])
+            busy.result()
+        finally:
+            stop(process)
+    assert "A newer question from this chat took this one's place in the queue" in html.unescape(replaced), replaced[-300:]
+    assert "sandwich normalization" in answered and "[1]" in answered, answered[:300]
+    assert len(server.prompts) == 2, "the replaced question never reached the model"
 
 
 @pytest.mark.slow
