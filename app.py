@@ -210,7 +210,8 @@ class Handlers:
             return said is not None
 
         try:
-            for item in chat.ask_events(text, k=int(k) if k else None, filters=_filters(source, year_min, year_max)):
+            for item in chat.ask_events(text, preview=True, k=int(k) if k else None,
+                                        filters=_filters(source, year_min, year_max)):
                 if isinstance(item, Retrieved):
                     table = render.findings_html(item.findings, turn)
                     reading = f'<em class="reading">Reading {len(item.hits)} abstracts…</em>'

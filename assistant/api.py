@@ -391,22 +391,27 @@ class Chat:
         self.max_turns = max_turns
         self.history: list[tuple[str, Answer]] = []
 
-    def ask_events(self, question: str, **options: Any) -> Iterator[Event]:
+    def ask_events(self, question: str, preview: bool = False, **options: Any) -> Iterator[Event]:
         """Like `Assistant.ask_events` (same options), for the next turn of this conversation;
-        `Retrieved.question` is the follow-up rewritten as a standalone question. A follow-up's
-        evidence is first previewed without the model (`Retrieved.preview`)."""
+        `Retrieved.question` is the follow-up rewritten as a standalone question. ``preview``:
+        a follow-up's evidence comes first without the model (`Retrieved.preview`), for a caller
+        whose model may be busy with others (the app); alone, it would be found twice."""
         question = check_question(question)
         standalone = None
         if self.history:
             recent = self.history[-self.max_turns :]
-            with closing(stream_answer(self.assistant.answering(), question, f"{recent[-1][0]} {question}",
-                                       **options)) as evidence:
-                yield replace(next(evidence), preview=True)  # the first event: the evidence, before the model
+            if preview:
+                yield from self._preview(question, recent[-1][0], options)
             standalone = condense(self.assistant.generator, recent, question, 96)
         for item in stream_answer(self.assistant.answering(), question, standalone, **options):
             if isinstance(item, Answer):
                 self.history.append((question, item))
             yield item
+
+    def _preview(self, question: str, previous: str, options: dict[str, Any]) -> Iterator[Retrieved]:
+        """The follow-up's evidence, found for it read after the previous question: no model."""
+        with closing(stream_answer(self.assistant.answering(), question, f"{previous} {question}", **options)) as found:
+            yield replace(next(found), preview=True)
 
     def ask_stream(self, question: str, **options: Any) -> Iterator[str | Answer]:
         """Like `Assistant.ask_stream` (same options), for the next turn of this conversation."""

@@ -104,7 +104,7 @@ def _print_answer(events: Iterator[Event]) -> Answer:
     to the terminal, then the verified answer and references."""
     answer = None
     for item in events:
-        if isinstance(item, Retrieved) and item.findings and not item.preview:  # no queue here: the final evidence alone
+        if isinstance(item, Retrieved) and item.findings:
             print("Findings (quoted from each paper):", *findings_lines(item.findings), "", sep="\n", flush=True)
         elif isinstance(item, str):
             print(item, end="", flush=True)

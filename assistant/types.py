@@ -157,9 +157,9 @@ class Retrieved:
     ``question`` (the standalone question, after a chat follow-up is rewritten), and each
     relevant one's findings (`Finding`), before the model writes anything.
 
-    A chat follow-up yields two: first a ``preview``, found for the follow-up read after the
-    previous question, with no model (rewriting needs the model, which may be busy with other
-    users' answers), then the rewritten question's."""
+    A chat follow-up asked with ``preview`` yields two: first a ``preview``, found for the
+    follow-up read after the previous question, with no model (rewriting needs the model,
+    which may be busy with other users' answers), then the rewritten question's."""
 
     question: str
     hits: list[Hit]

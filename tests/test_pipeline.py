@@ -203,7 +203,7 @@ def test_a_follow_ups_evidence_is_previewed_before_the_model_rewrites_it(
     chat = capable.chat()
     chat.ask(PANGU["question"])
     asked = len(scripted.prompts)
-    events = chat.ask_events("How many tokens was it trained on?")
+    events = chat.ask_events("How many tokens was it trained on?", preview=True)
     preview = next(events)
     assert isinstance(preview, Retrieved) and preview.preview
     assert len(scripted.prompts) == asked, "found before the model was asked anything"

@@ -31,7 +31,7 @@ class LocalLlama:
     ones: in a chat, the follow-up's rewriting prompt no longer evicts the answer prompt's
     fixed instructions (~160 tokens, about 2 s on 2 cores). Flash attention reads prompts
     about 7% faster on this CPU. Its saved states are freed back to the system
-    (`allocator.give_back_freed_memory`), so a long-running server's memory stays flat.
+    (`allocator.give_back_freed_memory`), not kept in the allocator's heaps.
 
     It gives way to the work ``priority`` marks (`Priority`: the evidence of questions asked
     meanwhile), before its prompt and between tokens.
