@@ -546,7 +546,7 @@ def _proxy_login(assistant: Assistant) -> Any:
 
 def main() -> None:
     """Open the default assistant (ingesting the bundled corpus if the index is empty) and serve."""
-    give_back_freed_memory()  # before any thread starts: a server's memory stays flat
+    give_back_freed_memory()  # before any thread starts: freed memory goes back to the system
     assistant = default_assistant()
     try:
         report = assistant.ensure_corpus()
