@@ -268,13 +268,26 @@ def _hit_html(hit: Hit, element_id: str) -> str:
     )
 
 
+KEYWORD_ONLY_NOTE = (
+    "Found by keywords alone: the index's vectors are still loading (at start-up, or after another ingest). "
+    "Ask again in a moment for the full search."
+)
+
+
+def keyword_note_html(hits: list[Hit]) -> str:
+    """A note above results that the lexical side found alone (`Hit.keyword_only`); else empty."""
+    if not any(hit.keyword_only for hit in hits):
+        return ""
+    return f'<p class="keyword-only"><em>{html.escape(KEYWORD_ONLY_NOTE)}</em></p>'
+
+
 def retrieved_html(hits: list[Hit]) -> str:
     """The sources panel as soon as search returns, while the model reads: the retrieved
     abstracts in rank order."""
     if not hits:
         return '<p class="retrieved-note"><em>No indexed abstract matches this question.</em></p>'
     items = "".join(_hit_html(hit, f"retrieved-{hit.rank}") for hit in hits)
-    return (
+    return keyword_note_html(hits) + (
         f'<p class="retrieved-note"><em>Found {len(hits)} abstract{"s" if len(hits) > 1 else ""}; '
         f'the answer is being written from them…</em></p><ol class="retrieved">{items}</ol>'
     )
@@ -284,7 +297,8 @@ def search_html(hits: list[Hit]) -> str:
     """The search tab's results, best first."""
     if not hits:
         return '<p class="no-results"><em>No indexed abstract matches.</em></p>'
-    return '<ol class="results">' + "".join(_hit_html(hit, f"result-{hit.rank}") for hit in hits) + "</ol>"
+    items = "".join(_hit_html(hit, f"result-{hit.rank}") for hit in hits)
+    return f'{keyword_note_html(hits)}<ol class="results">{items}</ol>'
 
 
 def sources_html(answer: Answer | None) -> str:
@@ -293,7 +307,7 @@ def sources_html(answer: Answer | None) -> str:
     what happened, then the closest evidence found, expanded, each sentence with its source."""
     if answer is None:
         return "<p><em>The sources of the latest answer appear here.</em></p>"
-    parts = []
+    parts = [note] if (note := keyword_note_html(answer.sources)) else []
     if answer.abstained:
         parts.append(f'<p class="abstained"><strong>No verified answer.</strong> {html.escape(answer.text)}</p>')
         if answer.evidence:

@@ -44,7 +44,7 @@ import numpy as np
 
 from assistant.corpus.display import sentences
 from assistant.index.bm25 import ACRONYM, Bm25Index
-from assistant.index.chunking import chunk
+from assistant.index.chunking import chunk, embedding_text
 from assistant.index.embedders import Embedder
 from assistant.index.store import ChromaStore, visible
 from assistant.settings import Settings
@@ -221,6 +221,7 @@ class Ranking:
     dense: dict[str, tuple[float, str]]  # abstract id -> (best chunk cosine, that chunk's id)
     lexical: dict[str, float]  # abstract id -> BM25 score
     vector: np.ndarray  # the question's embedding
+    keyword_only: bool = False  # Chroma's vector index was still loading: no dense side
 
 
 class HybridRetriever:
@@ -260,28 +261,38 @@ class HybridRetriever:
         """Abstract id → (best chunk cosine, best chunk id), for the top ``depth`` abstracts."""
         return self._nearest(self.embedder.embed([question])[0], depth, filters)
 
-    def _nearest(self, vector: np.ndarray, depth: int, filters: SearchFilters | None) -> dict[str, tuple[float, str]]:
+    def _nearest(
+        self, vector: np.ndarray, depth: int, filters: SearchFilters | None
+    ) -> dict[str, tuple[float, str]] | None:
+        """Abstract id → (best chunk cosine, best chunk id) for the ``depth`` abstracts with
+        the nearest chunks; None while another search loads Chroma's vector index for longer
+        than ``Settings.vector_wait_seconds``."""
         n = depth * CHUNKS_PER_ABSTRACT
         if self.libraries and filters is None:
             nearest = self._visible_nearest(vector, n)
         else:
-            nearest = self.store.query_chunks(vector, n, self._where(filters))
+            nearest = self.store.query_chunks(vector, n, self._where(filters), self.settings.vector_wait_seconds)
+        if nearest is None:
+            return None
         best: dict[str, tuple[float, str]] = {}
         for chunk_id, abstract_id, score in nearest:
             if abstract_id not in best:  # results come nearest first
                 best[abstract_id] = (score, chunk_id)
         return dict(list(best.items())[:depth])
 
-    def _visible_nearest(self, vector: np.ndarray, n: int) -> list[tuple[str, str, float]]:
+    def _visible_nearest(self, vector: np.ndarray, n: int) -> list[tuple[str, str, float]] | None:
         """The ``n`` nearest chunks of abstracts in this retriever's libraries: the nearest
         chunks of the whole index, as many as the visible share of it calls for (at most
         ``MAX_OVERFETCH`` times ``n``), less those of other libraries (known from the lexical
         index, which covers the committed abstracts). The same chunks as Chroma's filter
         returns; that filter is used when too few remain, or when a chunk's abstract is not in
-        the lexical index (written since it was last brought in step, or not committed)."""
+        the lexical index (written since it was last brought in step, or not committed).
+        None while the vector index is loading (`_nearest`)."""
         share = float(self.bm25.visible(self.libraries).mean()) if self.bm25.ids else 1.0
         asked = int(min(n / max(share, 1e-9), n * MAX_OVERFETCH)) + n
-        nearest = self.store.query_chunks(vector, asked, None)
+        nearest = self.store.query_chunks(vector, asked, None, self.settings.vector_wait_seconds)
+        if nearest is None:
+            return None
         libraries = [self.bm25.library_of(abstract_key) for _, abstract_key, _ in nearest]
         kept = [chunk for chunk, library in zip(nearest, libraries, strict=True) if library in self.libraries][:n]
         if None not in libraries and (len(kept) == n or len(nearest) < asked):
@@ -296,8 +307,29 @@ class HybridRetriever:
         """The abstract's chunks as ingest made them (chunk ids are deterministic)."""
         return chunk(abstract, self.settings.chunk_size, self.settings.chunk_overlap)
 
+    def _nearest_in_text(
+        self, vector: np.ndarray, abstracts: list[Abstract]
+    ) -> tuple[dict[str, tuple[float, str]], dict[str, str]]:
+        """Per abstract, (cosine, chunk id) of its chunk nearest to the question, and the texts
+        of those chunks, from its chunks embedded now: what `ChromaStore.best_chunks` and
+        `ChromaStore.chunk_texts` read from Chroma, without waiting for a vector index that is
+        still loading (the same chunks and embedder, so the same cosines)."""
+        pieces = [(abstract, piece) for abstract in abstracts for piece in self._chunks(abstract)]
+        if not pieces:
+            return {}, {}
+        vectors = self.embedder.embed([embedding_text(abstract, piece) for abstract, piece in pieces])
+        cosines = vectors @ vector / np.clip(np.linalg.norm(vectors, axis=1) * np.linalg.norm(vector), 1e-12, None)
+        best: dict[str, tuple[float, str]] = {}
+        texts: dict[str, str] = {}
+        for (abstract, piece), cosine in zip(pieces, cosines.tolist(), strict=True):
+            if cosine > best.get(abstract.key, (-2.0, ""))[0]:
+                best[abstract.key] = (cosine, piece.id)
+                texts[abstract.key] = piece.text
+        return best, {best[key][1]: text for key, text in texts.items()}
+
     def rank(self, question: str, depth: int, filters: SearchFilters | None = None) -> Ranking:
-        """Every side's top ``depth`` abstracts, fused, with the subject bonus added."""
+        """Every side's top ``depth`` abstracts, fused, with the subject bonus added; the
+        lexical side alone (``keyword_only``) while Chroma's vector index is loading."""
         settings = self.settings
         vector = self.embedder.embed([question])[0]
         dense = self._nearest(vector, depth, filters)
@@ -305,12 +337,13 @@ class HybridRetriever:
         lexical = dict(self.bm25.search(question, depth, mask))
         phrases = dict(self.bm25.search_phrases(question, depth, mask)) if settings.phrase_weight else {}
         ranked = fuse(
-            {i: s for i, (s, _) in dense.items()}, lexical, settings.lexical_weight, phrases, settings.phrase_weight
+            {i: s for i, (s, _) in (dense or {}).items()}, lexical, settings.lexical_weight, phrases,
+            settings.phrase_weight,
         )
         bonuses = subject_bonuses(
             question, self.bm25, settings.subject_weight, settings.unique_subject_weight, self._mask(None)
         )
-        return Ranking(with_subject_bonus(ranked, bonuses), dense, lexical, vector)
+        return Ranking(with_subject_bonus(ranked, bonuses), dense or {}, lexical, vector, keyword_only=dense is None)
 
     def _shown(self, ranked: list[tuple[str, float]], abstracts: dict[str, Abstract]) -> list[tuple[str, float]]:
         """The ranked keys that can be shown: committed, in a visible library (checked again
@@ -325,15 +358,20 @@ class HybridRetriever:
         return shown
 
     def search(self, question: str, k: int, filters: SearchFilters | None = None) -> list[Hit]:
-        """The ``k`` best abstracts for the question."""
+        """The ``k`` best abstracts for the question. While Chroma's vector index is loading,
+        they are found by keywords alone (`Hit.keyword_only`), and their dense scores and
+        passages come from their chunks embedded now (`_nearest_in_text`)."""
         ranking = self.rank(question, max(k, self.settings.fusion_depth), filters)
         dense, lexical, vector = ranking.dense, ranking.lexical, ranking.vector
         top = ranking.ranked[: k + 10]  # a few spare in case some are still pending
         abstracts = self.store.get_abstracts([i for i, _ in top])
         top = self._shown(top, abstracts)[:k]
-        unreached = [abstracts[i] for i, _ in top if i not in dense]
-        dense.update(self.store.best_chunks(vector, [c.id for a in unreached for c in self._chunks(a)]))
-        passages = self.store.chunk_texts([dense[i][1] for i, _ in top if i in dense])
+        if ranking.keyword_only:
+            dense, passages = self._nearest_in_text(vector, [abstracts[i] for i, _ in top])
+        else:
+            unreached = [abstracts[i] for i, _ in top if i not in dense]
+            dense.update(self.store.best_chunks(vector, [c.id for a in unreached for c in self._chunks(a)]))
+            passages = self.store.chunk_texts([dense[i][1] for i, _ in top if i in dense])
         coverage = self.bm25.coverage(question, [i for i, _ in top])
         hits = []
         for rank, (abstract_id, score) in enumerate(top, start=1):
@@ -347,6 +385,7 @@ class HybridRetriever:
                     dense=cosine,
                     lexical=lexical.get(abstract_id),
                     relevance=relevance(cosine, lexical.get(abstract_id), coverage[abstract_id]),
+                    keyword_only=ranking.keyword_only,
                 )
             )
         return hits

@@ -76,6 +76,13 @@ class Settings(BaseSettings):
         description="How often search checks whether another process changed the index "
         "(and rebuilds BM25 if so); 0: before every search.",
     )
+    vector_wait_seconds: float = Field(
+        default=2.0,
+        ge=0,
+        description="How long a search waits for Chroma's vector index while another search loads it (at "
+        "start-up, or after another process's ingest: 15-40 s at a million abstracts) before it searches by "
+        "keywords alone, saying so (`Hit.keyword_only`).",
+    )
     auto_ingest: bool = Field(
         default=True,
         description="Ingest bundled_corpus when search or ask finds the index empty.",

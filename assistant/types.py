@@ -84,7 +84,9 @@ class Hit:
     """One search result: an abstract, its fused score, its rank (1 = best), and the
     passage that matched best. ``dense`` (cosine of the best chunk) and ``lexical`` (BM25)
     are the raw scores of each side, None where that side did not find the abstract;
-    ``relevance`` (0-1) says how likely this abstract answers the question."""
+    ``relevance`` (0-1) says how likely this abstract answers the question. ``keyword_only``:
+    found by the lexical side alone, because Chroma's vector index was still loading (at
+    start-up, or after another process's ingest); its dense score was computed from its text."""
 
     abstract: Abstract
     score: float
@@ -93,6 +95,7 @@ class Hit:
     dense: float | None = None
     lexical: float | None = None
     relevance: float = 0.0
+    keyword_only: bool = False
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from assistant.render import (
     answer_html,
     findings_html,
     ingest_html,
+    KEYWORD_ONLY_NOTE,
     retrieved_html,
     search_html,
     sources_html,
@@ -172,3 +173,14 @@ def test_a_stopped_answer_keeps_its_findings_and_loses_its_unverified_text() -> 
     assert stopped_html(table + '<em class="reading waiting">Waiting for the model: …</em>') == table + STOPPED
     finished = table + '<p>Verified [1].</p>'
     assert stopped_html(finished) == finished, "a verified answer stays as it is"
+
+
+def test_results_found_by_keywords_alone_say_so_above_them() -> None:
+    hybrid = [Hit(PLAIN, 1.0, 1, passage="Supporting sentence here.")]
+    keyword = [Hit(PLAIN, 1.0, 1, passage="Supporting sentence here.", keyword_only=True)]
+    for view in (retrieved_html, search_html):
+        assert KEYWORD_ONLY_NOTE not in view(hybrid)
+        assert view(keyword).index(html.escape(KEYWORD_ONLY_NOTE)) < view(keyword).index("<ol")
+    answered = Answer(text="It is so [1].", citations=[Citation(1, PLAIN)], sources=keyword)
+    assert html.escape(KEYWORD_ONLY_NOTE) in sources_html(answered)
+    assert KEYWORD_ONLY_NOTE not in sources_html(Answer(text="It is so [1].", citations=[Citation(1, PLAIN)], sources=hybrid))

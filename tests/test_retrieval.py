@@ -204,3 +204,27 @@ def test_chunks_of_one_abstract_are_aggregated(sample_index: Assistant) -> None:
     for _, abstract_id, score in chunks:
         best_chunk.setdefault(abstract_id, score)
     assert hits[0].dense == pytest.approx(best_chunk[hits[0].abstract.id], abs=1e-6)
+
+
+def test_while_the_vector_index_loads_a_search_ranks_by_keywords_and_says_so(sample_index: Assistant) -> None:
+    """A search that comes while another loads Chroma's vector index (at start-up: 15-40 s at
+    a million abstracts) does not wait for it: it ranks by the lexical side alone, flags its
+    hits, and computes their cosines and passages from their chunks' text: the same cosines
+    and passages the loaded index gives for those abstracts."""
+    question = "What ImageNet top-1 accuracy do normalizer-free networks reach with adaptive gradient clipping?"
+    full = {h.abstract.key: h for h in sample_index.search(question, k=10)}
+    waiting = Assistant(sample_index.settings, vector_wait_seconds=0.05)
+    waiting.store._loader.acquire()  # another search is loading the vector index
+    try:
+        hits = waiting.search(question, k=10)
+    finally:
+        waiting.store._loader.release()
+    assert len(hits) == 10 and all(h.keyword_only for h in hits)
+    assert all(h.lexical is not None for h in hits), "found by the lexical side"
+    assert hits[0].abstract.key == next(iter(full)), "the paper the question names still comes first"
+    shared = [h for h in hits if h.abstract.key in full]
+    assert len(shared) >= 5
+    for hit in shared:
+        assert hit.dense == pytest.approx(full[hit.abstract.key].dense, abs=1e-4)
+        assert hit.passage == full[hit.abstract.key].passage
+    assert not any(h.keyword_only for h in waiting.search(question, k=10)), "loaded: hybrid again"

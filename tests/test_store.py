@@ -357,3 +357,28 @@ def test_every_write_fits_chromas_max_batch_size(tmp_path: Path, monkeypatch: py
     store.commit(abstracts)
     assert store.count() == 4 and store.chunk_count() == 8
     assert sizes and max(sizes) <= 3 and sum(sizes) == 8
+
+
+def test_one_query_loads_the_vector_index_and_another_waits_at_most_its_patience(sample_index: Assistant) -> None:
+    """Chroma reads a collection's whole vector index at a client's first query (15-40 s at a
+    million abstracts). The query that finds nobody loading is the loader and waits as long as
+    it takes; one that comes while another loads waits at most its patience, then gets None.
+    A reopened client (another process's ingest noticed) loads again."""
+    store = ChromaStore(sample_index.settings, sample_index.embedder.model_id)
+    vector = sample_index.embedder.embed(["sparse attention for long context"])[0]
+    store._loader.acquire()  # another search is loading the vector index
+    try:
+        with ThreadPoolExecutor(1) as pool:
+            assert pool.submit(store.query_chunks, vector, 5, None, 0.05).result() is None
+    finally:
+        store._loader.release()
+    nearest = store.query_chunks(vector, 5, None, 0.05)  # nobody loading: this one loads
+    assert nearest is not None and len(nearest) == 5
+    store._loader.acquire()
+    try:  # loaded: the lock is not waited for
+        assert store.query_chunks(vector, 5, None, 0.0) == nearest
+        store._reopen()
+        assert store.query_chunks(vector, 5, None, 0.0) is None, "a new client loads again"
+    finally:
+        store._loader.release()
+    assert store.query_chunks(vector, 5) == nearest

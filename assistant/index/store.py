@@ -47,6 +47,7 @@ import json
 import shutil
 import socket
 import sqlite3
+import threading
 import time
 import uuid
 import zlib
@@ -254,6 +255,8 @@ class ChromaStore:
         self.client = _client(settings)
         self._max_batch: int | None = None
         self._written = ""  # the last generation token this store wrote
+        self._loader = threading.Lock()  # held by the query that makes Chroma load the vector index
+        self._vectors_loaded = False
         self.writer = f"{socket.gethostname()}:{settings.data_dir.resolve()}"  # who writes: one data dir at a time
         self._open()
 
@@ -361,6 +364,7 @@ class ChromaStore:
         SharedSystemClient._identifier_to_system.pop(self.client._identifier, None)
         self.client = _client(self.settings)
         self._open()
+        self._vectors_loaded = False
 
     def catch_up(self, stamp: str) -> None:
         """Reopen when the index's generation ``stamp`` (`change_stamp`) is not this store's
@@ -587,14 +591,32 @@ class ChromaStore:
 
     @_explained
     def query_chunks(
-        self, vector: np.ndarray, n: int, where: dict[str, Any] | None = None
-    ) -> list[tuple[str, str, float]]:
+        self, vector: np.ndarray, n: int, where: dict[str, Any] | None = None, patience: float | None = None
+    ) -> list[tuple[str, str, float]] | None:
         """The ``n`` nearest chunks as (chunk id, abstract id, cosine similarity).
 
         Queries the collection directly, asking for distances only: fetching the texts
         and llama-index node metadata of every candidate tripled search latency, and the
         abstract id is part of the chunk id. `chunk_texts` fetches the few texts needed.
+
+        Chroma reads the collection's whole vector index at the first query of a client
+        (15-40 s at a million abstracts), and every other read of the collection waits for it.
+        One query at a time is that loader; while it loads, another waits at most ``patience``
+        seconds (None: until it is done) and then returns None: the vector index is not
+        ready yet.
         """
+        if self._vectors_loaded:
+            return self._query(vector, n, where)
+        if not self._loader.acquire(timeout=-1 if patience is None else patience):
+            return None
+        try:
+            nearest = self._query(vector, n, where)
+            self._vectors_loaded = True
+            return nearest
+        finally:
+            self._loader.release()
+
+    def _query(self, vector: np.ndarray, n: int, where: dict[str, Any] | None) -> list[tuple[str, str, float]]:
         try:
             result = self.chunks.query(query_embeddings=[vector], n_results=n, where=where or None, include=["distances"])
         except chromadb.errors.InternalError as error:
