@@ -258,20 +258,21 @@ class HybridRetriever:
         return subject_terms(question, self.bm25, self._mask(None))
 
     def dense(self, question: str, depth: int, filters: SearchFilters | None) -> dict[str, tuple[float, str]]:
-        """Abstract id → (best chunk cosine, best chunk id), for the top ``depth`` abstracts."""
-        return self._nearest(self.embedder.embed([question])[0], depth, filters)
+        """Abstract id → (best chunk cosine, best chunk id), for the top ``depth`` abstracts
+        (waiting for Chroma's vector index if another search is loading it)."""
+        return self._nearest(self.embedder.embed([question])[0], depth, filters, patience=None) or {}
 
     def _nearest(
-        self, vector: np.ndarray, depth: int, filters: SearchFilters | None
+        self, vector: np.ndarray, depth: int, filters: SearchFilters | None, patience: float | None
     ) -> dict[str, tuple[float, str]] | None:
         """Abstract id → (best chunk cosine, best chunk id) for the ``depth`` abstracts with
         the nearest chunks; None while another search loads Chroma's vector index for longer
-        than ``Settings.vector_wait_seconds``."""
+        than ``patience`` seconds (None: as long as it takes)."""
         n = depth * CHUNKS_PER_ABSTRACT
         if self.libraries and filters is None:
-            nearest = self._visible_nearest(vector, n)
+            nearest = self._visible_nearest(vector, n, patience)
         else:
-            nearest = self.store.query_chunks(vector, n, self._where(filters), self.settings.vector_wait_seconds)
+            nearest = self.store.query_chunks(vector, n, self._where(filters), patience)
         if nearest is None:
             return None
         best: dict[str, tuple[float, str]] = {}
@@ -280,7 +281,9 @@ class HybridRetriever:
                 best[abstract_id] = (score, chunk_id)
         return dict(list(best.items())[:depth])
 
-    def _visible_nearest(self, vector: np.ndarray, n: int) -> list[tuple[str, str, float]] | None:
+    def _visible_nearest(
+        self, vector: np.ndarray, n: int, patience: float | None
+    ) -> list[tuple[str, str, float]] | None:
         """The ``n`` nearest chunks of abstracts in this retriever's libraries: the nearest
         chunks of the whole index, as many as the visible share of it calls for (at most
         ``MAX_OVERFETCH`` times ``n``), less those of other libraries (known from the lexical
@@ -290,7 +293,7 @@ class HybridRetriever:
         None while the vector index is loading (`_nearest`)."""
         share = float(self.bm25.visible(self.libraries).mean()) if self.bm25.ids else 1.0
         asked = int(min(n / max(share, 1e-9), n * MAX_OVERFETCH)) + n
-        nearest = self.store.query_chunks(vector, asked, None, self.settings.vector_wait_seconds)
+        nearest = self.store.query_chunks(vector, asked, None, patience)
         if nearest is None:
             return None
         libraries = [self.bm25.library_of(abstract_key) for _, abstract_key, _ in nearest]
@@ -332,7 +335,7 @@ class HybridRetriever:
         lexical side alone (``keyword_only``) while Chroma's vector index is loading."""
         settings = self.settings
         vector = self.embedder.embed([question])[0]
-        dense = self._nearest(vector, depth, filters)
+        dense = self._nearest(vector, depth, filters, settings.vector_wait_seconds)
         mask = self._mask(filters)
         lexical = dict(self.bm25.search(question, depth, mask))
         phrases = dict(self.bm25.search_phrases(question, depth, mask)) if settings.phrase_weight else {}

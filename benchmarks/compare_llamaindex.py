@@ -189,9 +189,8 @@ def ingest_rows(name: str, abstracts: list[Abstract], plain_seconds: float, our_
     rows.append((f"{name} embedder alone on what each side embeds (the floor), abstracts/s", *floors, "higher"))
     rows.append((f"{name} share of the floor (ingest / floor)", rows[0][1] / floors[0], rows[0][2] / floors[1], "higher"))
     tokenizer = getattr(embedder, "tokenizer", None)
-    if tokenizer is not None:
-        limit = getattr(embedder, "max_tokens", 256)
-        counts = [sum(min(len(e.ids), limit) for e in tokenizer.encode_batch(side)) for side in texts]
+    if tokenizer is not None:  # it truncates as the embedder does; its padding is not counted
+        counts = [sum(sum(e.attention_mask) for e in tokenizer.encode_batch(side)) for side in texts]
         rows.append((f"{name} texts embedded (thousands)", len(texts[0]) / 1000, len(texts[1]) / 1000, "none"))
         rows.append((f"{name} word-piece tokens embedded (millions)", counts[0] / 1e6, counts[1] / 1e6, "none"))
     return rows
