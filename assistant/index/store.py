@@ -600,10 +600,10 @@ class ChromaStore:
         abstract id is part of the chunk id. `chunk_texts` fetches the few texts needed.
 
         Chroma reads the collection's whole vector index at the first query of a client
-        (15-40 s at a million abstracts), and every other read of the collection waits for it.
-        One query at a time is that loader; while it loads, another waits at most ``patience``
+        (15-40 s at a million abstracts; reads of the ledger meanwhile take milliseconds). One
+        query at a time is that loader; while it loads, another waits at most ``patience``
         seconds (None: until it is done) and then returns None: the vector index is not
-        ready yet.
+        ready yet, and the caller should not read this collection either.
         """
         if self._vectors_loaded:
             return self._query(vector, n, where)
