@@ -151,7 +151,7 @@ def test_a_users_dense_search_returns_what_chromas_filter_would(lab: Assistant, 
     for question in ("velmorite proton conductors", "graphene membranes", "protein backbones", "attention maps"):
         vector = bob.embedder.embed([question])[0]
         expected = [c[:2] for c in bob.store.query_chunks(vector, 4, where)]
-        assert [c[:2] for c in bob.retriever._visible_nearest(vector, 4)] == expected
+        assert [c[:2] for c in bob.retriever._visible_nearest(vector, 4, None)] == expected
         monkeypatch.setattr(retrieval, "MAX_OVERFETCH", 0)  # too few fetched: Chroma's filter decides
-        assert [c[:2] for c in bob.retriever._visible_nearest(vector, 4)] == expected
+        assert [c[:2] for c in bob.retriever._visible_nearest(vector, 4, None)] == expected
         monkeypatch.undo()
