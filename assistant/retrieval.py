@@ -46,7 +46,7 @@ from assistant.corpus.display import sentences
 from assistant.index.bm25 import ACRONYM, Bm25Index
 from assistant.index.chunking import chunk, embedding_text
 from assistant.index.embedders import Embedder
-from assistant.index.store import ChromaStore, visible
+from assistant.index.store import ChromaStore, nearest_per_abstract, visible
 from assistant.settings import Settings
 from assistant.types import Abstract, Chunk, Hit
 from assistant.words import question_names
@@ -317,18 +317,14 @@ class HybridRetriever:
         of those chunks, from its chunks embedded now: what `ChromaStore.best_chunks` and
         `ChromaStore.chunk_texts` read from Chroma, without waiting for a vector index that is
         still loading (the same chunks and embedder, so the same cosines)."""
-        pieces = [(abstract, piece) for abstract in abstracts for piece in self._chunks(abstract)]
+        pieces = [piece for abstract in abstracts for piece in self._chunks(abstract)]
         if not pieces:
             return {}, {}
-        vectors = self.embedder.embed([embedding_text(abstract, piece) for abstract, piece in pieces])
-        cosines = vectors @ vector / np.clip(np.linalg.norm(vectors, axis=1) * np.linalg.norm(vector), 1e-12, None)
-        best: dict[str, tuple[float, str]] = {}
-        texts: dict[str, str] = {}
-        for (abstract, piece), cosine in zip(pieces, cosines.tolist(), strict=True):
-            if cosine > best.get(abstract.key, (-2.0, ""))[0]:
-                best[abstract.key] = (cosine, piece.id)
-                texts[abstract.key] = piece.text
-        return best, {best[key][1]: text for key, text in texts.items()}
+        by_key = {abstract.key: abstract for abstract in abstracts}
+        vectors = self.embedder.embed([embedding_text(by_key[piece.abstract_id], piece) for piece in pieces])
+        best = nearest_per_abstract(vector, [piece.id for piece in pieces], vectors)
+        texts = {piece.id: piece.text for piece in pieces}
+        return best, {chunk_id: texts[chunk_id] for _, chunk_id in best.values()}
 
     def rank(self, question: str, depth: int, filters: SearchFilters | None = None) -> Ranking:
         """Every side's top ``depth`` abstracts, fused, with the subject bonus added; the

@@ -246,6 +246,21 @@ def _abstract_id(chunk_id: str) -> str:
     return chunk_id.rsplit("#", 1)[0]
 
 
+def nearest_per_abstract(vector: np.ndarray, chunk_ids: list[str], vectors: np.ndarray) -> dict[str, tuple[float, str]]:
+    """Per abstract, (cosine similarity, chunk id) of its chunk (of these, with these
+    ``vectors``) nearest to ``vector``."""
+    if not chunk_ids:
+        return {}
+    vectors = np.asarray(vectors, dtype=np.float64)
+    cosines = vectors @ vector / np.clip(np.linalg.norm(vectors, axis=1) * np.linalg.norm(vector), 1e-12, None)
+    best: dict[str, tuple[float, str]] = {}
+    for chunk_id, cosine in zip(chunk_ids, cosines.tolist(), strict=True):
+        abstract_id = _abstract_id(chunk_id)
+        if cosine > best.get(abstract_id, (-2.0, ""))[0]:
+            best[abstract_id] = (cosine, chunk_id)
+    return best
+
+
 class ChromaStore:
     """Chunk vectors and the abstract ledger of one index."""
 
@@ -637,15 +652,7 @@ class ChromaStore:
         if not chunk_ids:
             return {}
         got = self.chunks.get(ids=chunk_ids, include=["embeddings"])
-        best: dict[str, tuple[float, str]] = {}
-        query = vector / np.linalg.norm(vector)
-        for chunk_id, embedding in zip(got["ids"], got["embeddings"], strict=True):
-            embedding = np.asarray(embedding, dtype=np.float64)
-            cosine = float(embedding @ query / np.linalg.norm(embedding))
-            abstract_id = _abstract_id(chunk_id)
-            if cosine > best.get(abstract_id, (-2.0, ""))[0]:
-                best[abstract_id] = (cosine, chunk_id)
-        return best
+        return nearest_per_abstract(vector, got["ids"], np.asarray(got["embeddings"]))
 
     @_explained
     def chunk_texts(self, ids: list[str]) -> dict[str, str]:
