@@ -117,6 +117,11 @@ def documents(abstracts: list[Abstract]) -> list[Document]:
     return [Document(text=a.text, id_=a.id, metadata={"title": a.title} if a.titled else {}) for a in abstracts]
 
 
+def unique_abstracts(path: Path) -> list[Abstract]:
+    """The abstracts of a corpus file, each id once (as an ingest keeps them)."""
+    return list({a.id: a for a in corpus.load([path]) if isinstance(a, Abstract)}.values())
+
+
 def plain_index(abstracts: list[Abstract], directory: Path, embed_model: BaseEmbedding) -> tuple[VectorStoreIndex, float]:
     """A default VectorStoreIndex on embedded Chroma; returns it and the seconds it took."""
     collection = chromadb.PersistentClient(path=str(directory)).get_or_create_collection("plain")
@@ -211,10 +216,10 @@ def main() -> None:
     ours.embedder.embed(["warm up"])
     embed_model = SameEmbedder(ours.embedder)
     questions = [item["question"] for item in evaluation.load_qa(args.qa)]
-    rows: list[tuple[str, float | None, float | None, str]] = []
+    rows: list[tuple[str, float | None, float | None, str]] = []  # ingest, search, retrieval
+    answer_rows: list[tuple[str, float | None, float | None, str]] = []
 
-    abstracts = [a for a in corpus.load([BUNDLED_CORPUS]) if isinstance(a, Abstract)]
-    unique = list({a.id: a for a in abstracts}.values())
+    unique = unique_abstracts(BUNDLED_CORPUS)
     plain, plain_seconds = plain_index(unique, work / "plain", embed_model)
     started = time.perf_counter()
     ours.ingest([BUNDLED_CORPUS])  # its lexical index included
@@ -238,17 +243,16 @@ def main() -> None:
         p_all, o_all = plain_eval["by_type"]["all"], our_eval["by_type"]["all"]
         for part in ("first_token", "total"):
             for p in ("p50_ms", "p95_ms"):
-                rows.append((f"answer {part} {p[:3]}, s", p_all[part][p] / 1000, o_all[part][p] / 1000, "lower"))
+                answer_rows.append((f"answer {part} {p[:3]}, s", p_all[part][p] / 1000, o_all[part][p] / 1000, "lower"))
         for metric in ("citation_precision", "citation_recall", "must_contain", "abstention_accuracy"):
-            rows.append((metric.replace("_", " "), p_all[metric], o_all[metric], "higher"))
+            answer_rows.append((metric.replace("_", " "), p_all[metric], o_all[metric], "higher"))
 
     if not args.skip_scifact:
         qrels_path = args.qrels or args.scifact / "qrels/train.tsv"
         qrels = evaluation.read_qrels(qrels_path)
         queries = {q["_id"]: q["text"] for q in map(json.loads, (args.scifact / "queries.jsonl").read_text().splitlines())
                    if q["_id"] in qrels}
-        scifact = [a for a in corpus.load([args.scifact / "corpus.jsonl"]) if isinstance(a, Abstract)]
-        scifact = list({a.id: a for a in scifact}.values())
+        scifact = unique_abstracts(args.scifact / "corpus.jsonl")
         print(f"indexing SciFact ({len(scifact)} abstracts) both ways…", file=sys.stderr)
         plain_seconds, plain_ndcg = plain_scifact(scifact, queries, qrels, work / "plain-scifact", embed_model)
         fresh = Assistant(ours.settings, data_dir=work / "ours-scifact", auto_ingest=False)
@@ -263,30 +267,35 @@ def main() -> None:
     print(f"\n{len(unique)} abstracts, {len(questions[: args.limit])} questions, model {model}, "
           f"embedder {ours.embedder.model_id}\n")
     print("| metric | plain LlamaIndex | this project | ratio |\n|---|---|---|---|")
-    for name, plain_value, our_value, better in rows:
+    for name, plain_value, our_value, better in rows + answer_rows:
         ratio = _ratio(plain_value, our_value, better)
         cells = [f"{v:.3f}" if isinstance(v, float) else "–" for v in (plain_value, our_value, ratio)]
         print(f"| {name} | {cells[0]} | {cells[1]} | {cells[2]}{'×' if ratio else ''} |")
     print("\nratio: this project / plain for quality and throughput, plain / this project for latency "
           "(> 1: this project is better)")
-    tables: dict[str, list[dict[str, str]]] = {"side_by_side_index": [], "side_by_side": []}
-    for name, plain_value, our_value, better in rows:
-        ratio = _ratio(plain_value, our_value, better)
-        value = f"{plain_value:.3f} / {our_value:.3f}" + (f" ({ratio:.2f}×)" if ratio else "")
-        key = {"answer total p50, s": "side_by_side_total", "citation precision": "side_by_side_precision"}.get(name, "")
-        part = "side_by_side" if name.startswith(("answer", "citation", "must", "abstention")) else "side_by_side_index"
-        tables[part].append(results.row(key, f"{name}: plain LlamaIndex / this project (ratio, > 1: ours better)", value))
+    index_table, answer_table = _table(rows), _table(answer_rows)
     ingest = {name.split()[0]: (p, o) for name, p, o, _ in rows if name.endswith("ingest, abstracts/s")}
     summary = "; ".join(f"{corpus_name} {p:.1f} / {o:.1f} ({o / p:.2f}×)" for corpus_name, (p, o) in ingest.items())
-    tables["side_by_side_index"].insert(0, results.row(
+    index_table.insert(0, results.row(
         "side_by_side_ingest_both", "Ingest, abstracts/s: plain LlamaIndex / this project (ratio)", summary))
     note = (f"{len(unique)} abstracts, {len(questions[: args.limit])} questions, model {model}, "
             f"embedder {ours.embedder.model_id}; same embedder and LLM for both.")
     results.save("side_by_side_index", "Side by side with a plain LlamaIndex pipeline: ingest and search",
-                 tables["side_by_side_index"], note=note)
+                 index_table, note=note)
     if not args.skip_answers:
-        results.save("side_by_side", "Side by side with a plain LlamaIndex pipeline: answers", tables["side_by_side"],
+        results.save("side_by_side", "Side by side with a plain LlamaIndex pipeline: answers", answer_table,
                      note=note)
+
+
+def _table(rows: list[tuple[str, float | None, float | None, str]]) -> list[dict[str, str]]:
+    """Result rows (`results.row`): both values and the ratio."""
+    table = []
+    for name, plain_value, our_value, better in rows:
+        ratio = _ratio(plain_value, our_value, better)
+        value = f"{plain_value:.3f} / {our_value:.3f}" + (f" ({ratio:.2f}×)" if ratio else "")
+        key = {"answer total p50, s": "side_by_side_total", "citation precision": "side_by_side_precision"}.get(name, "")
+        table.append(results.row(key, f"{name}: plain LlamaIndex / this project (ratio, > 1: ours better)", value))
+    return table
 
 
 def _ratio(plain_value: float | None, our_value: float | None, better: str) -> float | None:
@@ -294,6 +303,7 @@ def _ratio(plain_value: float | None, our_value: float | None, better: str) -> f
     if not plain_value or not our_value or better not in ("higher", "lower"):
         return None
     return our_value / plain_value if better == "higher" else plain_value / our_value
+
 
 if __name__ == "__main__":
     main()
