@@ -2,7 +2,7 @@
 
     python benchmarks/scale.py [--sizes 10000,100000,1000000] [--scifact ../shared/data/scifact]
                                [--queries 100] [--work DIR] [--add 10000] [--ingest-budget-s S] [--resume]
-                               [--steps build,search]
+                               [--steps build,search] [--cold] [--results NAME]
 
 Synthetic abstracts recombine sentences of SciFact abstracts (seeded): 5–9 sentences each,
 the title of a random SciFact paper, a DOI and a PMID. Their text is always real, so BM25
@@ -29,7 +29,11 @@ own (its peak RSS is then the add's); ``--steps ""`` only tabulates the results 
 left there (sizes built at different times). A size too large for the time at hand can be
 built in parts: ``--ingest-budget-s`` stops its ingest (at a committed batch) and measures
 the index it reached, which the table shows as "N of SIZE"; ``--resume`` continues from
-there. Never part of the test run.
+there. A build stopped by hand while other work is timed (``kill -STOP``) has its pauses
+listed in ``work/pauses.log`` (see `ingest_timeline`); they are taken out of its ingest time,
+which is shown over each tenth of the build too. ``--cold`` drops the page cache before the
+search step, as after a reboot; ``--results NAME`` saves to ``benchmarks/results/NAME.json``
+(a size built with other code than the rest). Never part of the test run.
 """
 
 from __future__ import annotations
@@ -175,6 +179,41 @@ def open_index(size: int, work: Path, real_up_to: int, timed: bool, searching: b
     return assistant
 
 
+def ingest_timeline(work: Path, size: int) -> tuple[list[tuple[int, float]], float]:
+    """(abstracts committed, ingest seconds) after each batch of one size's build, and the
+    seconds it was paused. Across resumes: a resumed run counts from 0 again (its own lines
+    are added to what the runs before it committed; the seconds carry on). Less pauses:
+    ``work/pauses.log`` lists spans when the build was stopped by hand to keep other timings
+    clean (``kill -STOP``/``-CONT``; lines "STOP|CONT <epoch s> <abstracts> <progress s>"), and
+    each span is taken out of every line after it. Empty if the progress log is gone."""
+    log, pauses_log = work / f"progress-{size}.log", work / "pauses.log"
+    if not log.exists():
+        return [], 0.0
+    pauses, stopped = [], None
+    for line in pauses_log.read_text().splitlines() if pauses_log.exists() else []:
+        kind, epoch, _, at = line.split()[:4]
+        if kind == "STOP":
+            stopped = (float(epoch), float(at))
+        elif kind == "CONT" and stopped:
+            pauses.append((stopped[1], float(epoch) - stopped[0]))
+            stopped = None
+    timeline, before, last = [], 0, 0
+    for line in log.read_text().splitlines():
+        done, seconds = int(line.split()[0]), float(line.split()[1])
+        if done < last:  # a resumed run
+            before += last
+        last = done
+        timeline.append((before + done, seconds - sum(span for at, span in pauses if seconds > at)))
+    return timeline, sum(span for _, span in pauses)
+
+
+def rates_by_tenth(timeline: list[tuple[int, float]], size: int) -> list[float]:
+    """Abstracts/s over each tenth of the build (0-10%, 10-20%, …) from its timeline."""
+    marks = [next(((n, t) for n, t in timeline if n >= size * tenth // 10), None) for tenth in range(11)]
+    marks[0] = (0, 0.0)
+    return [(b[0] - a[0]) / (b[1] - a[1]) for a, b in zip(marks, marks[1:]) if a and b and b[1] > a[1]]
+
+
 class BudgetSpent(Exception):
     """Raised from the progress callback to stop an ingest at its time budget."""
 
@@ -304,8 +343,11 @@ def app_startup(size: int, work: Path, real_up_to: int, question: str) -> tuple[
 
     imported = process_age_s()
     port = 8700 + os.getpid() % 1000
+    # As the app (auto_ingest: it checks that the index holds abstracts), but its warm-up only
+    # loads the indexes: computing sentence vectors ahead of questions would run on both cores
+    # under the latencies measured next (the app pauses it for questions, not for searches).
     assistant = open_index(size, work, real_up_to, timed=False, searching=True, app_host="127.0.0.1", app_port=port,
-                           auto_ingest=True)  # as the app: checks that the index holds abstracts
+                           auto_ingest=True, warm_sentences=0)
     assistant.ensure_corpus()
     demo = app.launch(assistant, block=False)
     while httpx.get(f"http://127.0.0.1:{port}/", timeout=60).status_code != 200:
@@ -325,11 +367,18 @@ def app_startup(size: int, work: Path, real_up_to: int, question: str) -> tuple[
                        "first_keyword_only": float(keyword_only), "search_ready_s": ready}
 
 
-def measure(size: int, work: Path, scifact: Path, queries: list[str], real_up_to: int) -> dict[str, Any]:
-    """App start-up, search latency and deduplication cost on one size's index: embedded
-    Chroma, then the same files via `chroma run`."""
+def measure(size: int, work: Path, scifact: Path, queries: list[str], real_up_to: int,
+            cold: bool = False) -> dict[str, Any]:
+    """App start-up (``cold``: from a dropped page cache), search latency and deduplication
+    cost on one size's index: embedded Chroma, then the same files via `chroma run`."""
+    if cold:
+        os.sync()
+        try:
+            Path("/proc/sys/vm/drop_caches").write_text("3\n")
+        except OSError as error:
+            sys.exit(f"--cold needs root to drop the page cache ({error}); run without it for a warm start")
     assistant, startup = app_startup(size, work, real_up_to, queries[0])
-    result: dict[str, Any] = {"startup": startup}
+    result: dict[str, Any] = {"startup": {**startup, "cold": cold}}
     result["embedded"] = latencies(assistant, queries)
     result["search_peak_rss_mb"] = peak_rss_mb()
     result["dedup_ms"] = dedup_cost(assistant, size, scifact, work)
@@ -351,7 +400,7 @@ def measure(size: int, work: Path, scifact: Path, queries: list[str], real_up_to
 
 
 def child(step: str, size: int, work: Path, scifact: Path, queries: list[str], real_up_to: int,
-          add: int, resume: bool, budget_s: float | None) -> None:
+          add: int, resume: bool, budget_s: float | None, cold: bool) -> None:
     """One step (build, add or search) for one size; results are merged into work/result-SIZE.json."""
     path = work / f"result-{size}.json"
     if step == "build":
@@ -359,7 +408,7 @@ def child(step: str, size: int, work: Path, scifact: Path, queries: list[str], r
     elif step == "add":
         path.write_text(json.dumps({**json.loads(path.read_text()), **add_step(size, work, scifact, real_up_to, add)}))
     else:
-        path.write_text(json.dumps({**json.loads(path.read_text()), **measure(size, work, scifact, queries, real_up_to)}))
+        path.write_text(json.dumps({**json.loads(path.read_text()), **measure(size, work, scifact, queries, real_up_to, cold)}))
 
 
 def build_pool(scifact: Path, work: Path) -> None:
@@ -388,6 +437,10 @@ def main() -> None:
     parser.add_argument("--add", type=int, default=10_000,
                         help="abstracts added to each built index, to time an update")
     parser.add_argument("--note", default="", help="how the run went (shown with its figures): what else ran, resumes")
+    parser.add_argument("--results", default="scale",
+                        help="name of the results file (benchmarks/results/NAME.json) and of its figures' keys")
+    parser.add_argument("--cold", action="store_true",
+                        help="drop the page cache before the search step's app start-up (needs root), as after a reboot")
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--step", choices=["build", "add", "search"], default="build", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -398,7 +451,7 @@ def main() -> None:
 
     if args.child is not None:
         child(args.step, args.child, work, args.scifact, queries, args.real_up_to, args.add, args.resume,
-              args.ingest_budget_s)
+              args.ingest_budget_s, args.cold)
         return
 
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -410,7 +463,7 @@ def main() -> None:
         command = [sys.executable, __file__, "--child", str(size), "--work", str(work), "--scifact",
                    str(args.scifact), "--queries", str(args.queries), "--real-up-to", str(args.real_up_to),
                    "--add", str(args.add)]
-        command += ["--resume"] * args.resume
+        command += ["--resume"] * args.resume + ["--cold"] * args.cold
         if args.ingest_budget_s is not None:
             command += ["--ingest-budget-s", str(args.ingest_budget_s)]
         for step in filter(None, args.steps.split(",")):
@@ -419,6 +472,13 @@ def main() -> None:
                 sys.exit(f"size {size:,}, {step} failed:\n{finished.stderr[-3000:]}")
         results.append(json.loads((work / f"result-{size}.json").read_text()))
         print(json.dumps(results[-1]), file=sys.stderr, flush=True)
+    if unsearched := [f"{r['size']:,}" for r in results if "embedded" not in r]:
+        sys.exit(f"built, not yet searched: {', '.join(unsearched)}; measure with --steps search")
+    for r in results:  # ingest time less the pauses made by hand, and its rate as the index grew
+        timeline, r["paused_s"] = ingest_timeline(work, r["size"])
+        r["ingest_s"] -= r["paused_s"]
+        r["abstracts_per_s"] = r["indexed"] / r["ingest_s"]
+        r["rates_by_tenth"] = rates_by_tenth(timeline, r["size"])
 
     print("\n| abstracts | vectors | chunks | ingest s | abstracts/s | disk MB | peak RSS MB ingest / search | "
           "dense p50/p95 ms | BM25 p50/p95 | hybrid p50/p95 | server hybrid p50/p95 | server dense p50/p95 | "
@@ -450,9 +510,13 @@ def main() -> None:
         searched = r["add"].get("before", r["indexed"] + r["add"]["abstracts"])  # the build added some
         at = f"{searched:,} abstracts ({r['vectors']} vectors)"
         rows += [
-            row(f"scale_ingest_{r['size']}", f"{built}: ingest", f"{r['ingest_s']:.0f} s ({r['abstracts_per_s']:.0f} abstracts/s), "
+            row(f"{args.results}_ingest_{r['size']}", f"{built}: ingest", f"{r['ingest_s']:.0f} s ({r['abstracts_per_s']:.0f} abstracts/s), "
                 f"{r['disk_mb']:.0f} MB on disk, peak RSS {r['ingest_peak_rss_mb']:.0f} MB"),
-            row(f"scale_search_{r['size']}", f"{at}: hybrid search p50 / p95, embedded / Chroma server",
+            *([row("", f"{built}: ingest rate over each tenth of the build (abstracts/s)",
+                   ", ".join(f"{rate:.0f}" for rate in r["rates_by_tenth"])
+                   + (f" ({r['paused_s']:.0f} s paused by hand taken out)" if r["paused_s"] else ""))]
+              if len(r["rates_by_tenth"]) > 1 else []),
+            row(f"{args.results}_search_{r['size']}", f"{at}: hybrid search p50 / p95, embedded / Chroma server",
                 f"{e['hybrid']['p50_ms']:.0f} / {e['hybrid']['p95_ms']:.0f} ms, {s['hybrid']['p50_ms']:.0f} / "
                 f"{s['hybrid']['p95_ms']:.0f} ms"),
             row("", f"{at}: dense / BM25 side p95", f"{e['dense']['p95_ms']:.0f} / {e['bm25']['p95_ms']:.0f} ms"),
@@ -461,9 +525,10 @@ def main() -> None:
                 f"{r['add']['chroma_s']:.1f} + {r['add']['bm25_update_s']:.1f} s (peak RSS "
                 f"{r['add'].get('peak_rss_mb', r['peak_rss_mb']):.0f} MB"
                 + (", in a process of its own)" if "peak_rss_mb" in r["add"] else ", in the ingest's process)")),
-            row("", f"{at}: app start-up: page served / first search ready (Chroma's vector index loaded, "
-                "from start-up on)", f"{up['page_s']:.1f} / {up['search_ready_s']:.1f} s"),
-            *([row(f"scale_first_question_{r['size']}", f"{at}: a question asked as the page is served: its sources "
+            row("", f"{at}: app start-up" + (" from a dropped page cache" if up.get("cold") else "")
+                + ": page served / first search ready (Chroma's vector index loaded, from start-up on)",
+                f"{up['page_s']:.1f} / {up['search_ready_s']:.1f} s"),
+            *([row(f"{args.results}_first_question_{r['size']}", f"{at}: a question asked as the page is served: its sources "
                    "and findings, s after the page", f"{up['first_question_s']:.1f} s ("
                    + ("by keywords alone: the vector index was loading)" if up["first_keyword_only"] else "hybrid)"))]
               if "first_question_s" in up else []),
@@ -475,7 +540,8 @@ def main() -> None:
         if "raw_onnx_chunks_per_s" in r:
             rows.append(row("", f"{at}: embedding inside ingest / raw onnxruntime",
                             f"{r['embed_in_ingest_chunks_per_s']:.0f} / {r['raw_onnx_chunks_per_s']:.0f} chunks/s"))
-    save("scale", "Scale: synthetic corpora recombined from SciFact", rows, note=args.note)
+    save(args.results, f"Scale: {', '.join(f'{size:,}' for size in sizes)} synthetic abstracts recombined from SciFact",
+         rows, note=args.note)
 
 
 if __name__ == "__main__":
