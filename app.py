@@ -29,6 +29,7 @@ deleted once indexed.
 
 from __future__ import annotations
 
+import atexit
 import contextvars
 import html
 import logging
@@ -57,6 +58,8 @@ log = logging.getLogger("assistant.app")
 
 ALL_SOURCES = "All sources"
 WAITING_UPDATE_S = 1.0  # how often a question waiting for the model is shown its place
+WARM_UP_EXIT_S = 10.0  # longest an exit waits for the warm-up (one abstract's sentences take ~0.1 s; a loading
+# vector index, up to ~40 s at a million abstracts, is not waited out)
 Turn = dict[str, str]
 
 
@@ -431,17 +434,26 @@ def build(assistant: Assistant, line: WaitingLine | None = None) -> gr.Blocks:
     return demo
 
 
-def warm_up(assistant: Assistant, line: WaitingLine) -> None:
-    """`Assistant.warm_up`, then `Assistant.warm_sentences` while no question is in ``line``,
-    in the background from start-up; a failure is only logged (the first question reports it)."""
+def warm_up(assistant: Assistant, line: WaitingLine, stop: threading.Event) -> None:
+    """`Assistant.warm_up`, then `Assistant.warm_sentences` while no question is in ``line``
+    until ``stop`` is set, in the background from start-up; a failure is only logged (the
+    first question reports it)."""
     try:
         assistant.warm_up()
         started = time.perf_counter()
-        embedded = assistant.warm_sentences(busy=line.busy)
+        embedded = assistant.warm_sentences(busy=line.busy, stop=stop.is_set)
         log.info("sentence vectors of %d abstracts computed ahead of questions in %.1f s", embedded,
                  time.perf_counter() - started)
     except Exception as error:  # noqa: BLE001 - any failure surfaces again at the first search
         log.warning("could not load the index ahead of the first question: %s", error)
+
+
+def finish_warm_up(stop: threading.Event, warming: threading.Thread) -> None:
+    """At exit (Ctrl-C): the warm-up ends at its next abstract, and the exit waits for it (at
+    most ``WARM_UP_EXIT_S``). A daemon thread left inside onnxruntime while Python finalizes
+    aborts the process ("terminate called without an active exception")."""
+    stop.set()
+    warming.join(timeout=WARM_UP_EXIT_S)
 
 
 CLIENT_ADDRESS: contextvars.ContextVar[str | None] = contextvars.ContextVar("client_address", default=None)
@@ -526,7 +538,10 @@ def launch(assistant: Assistant, block: bool = True) -> gr.Blocks:
         max_threads=max(40, s.app_questions_at_once + 8),  # questions waiting for the model hold a thread each
         app_kwargs={"middleware": [Middleware(ClientAddress), Middleware(PrivateUploads, folder=Path(get_upload_folder()))]},
     )
-    threading.Thread(target=warm_up, args=(assistant, line), name="warm-up", daemon=True).start()
+    stop_warm_up = threading.Event()
+    warming = threading.Thread(target=warm_up, args=(assistant, line, stop_warm_up), name="warm-up", daemon=True)
+    warming.start()
+    atexit.register(finish_warm_up, stop_warm_up, warming)
     if block:
         demo.block_thread()
     return demo

@@ -279,14 +279,14 @@ class Assistant:
         abstracts). A server calls it at start, not at its first user's question."""
         self.search("warm up", k=1)
 
-    def warm_sentences(self, busy: Callable[[], bool] = lambda: False) -> int:
+    def warm_sentences(self, busy: Callable[[], bool] = lambda: False, stop: Callable[[], bool] = lambda: False) -> int:
         """Compute the sentence vectors of the index's first ``warm_sentences`` abstracts ahead
-        of questions, waiting while ``busy()`` (`SentenceVectors.warm`); returns how many
-        abstracts were embedded (0 when no vectors are kept)."""
+        of questions, waiting while ``busy()``, ending once ``stop()`` (`SentenceVectors.warm`);
+        returns how many abstracts were embedded (0 when no vectors are kept)."""
         vectors = self.sentence_vectors
         if not isinstance(vectors, SentenceVectors) or not self.settings.warm_sentences:
             return 0
-        return vectors.warm(self.store.read_abstracts(), busy, self.settings.warm_sentences)
+        return vectors.warm(self.store.read_abstracts(), busy, self.settings.warm_sentences, stop)
 
     def findings(
         self,

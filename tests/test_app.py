@@ -7,6 +7,8 @@ import html
 import json
 import os
 import re
+import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -22,7 +24,7 @@ import pytest
 import assistant  # noqa: F401 - sets HF_HUB_OFFLINE before gradio_client is imported
 
 from browser import CHROMIUM, CHROMIUM_FLAGS, Watched, start_app, stop
-from conftest import ChromaServer, free_port
+from conftest import ChromaServer, free_port, wait_until_up
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -253,6 +255,25 @@ def test_an_unusable_index_stops_the_app_with_its_fix(tmp_path: Path) -> None:
     assert "built with embedder 'openai:text-embedding-3-small'" in finished.stderr
     assert "assistant reset" in finished.stderr
     assert "Traceback" not in finished.stderr
+
+
+@pytest.mark.slow
+def test_ctrl_c_while_the_app_computes_sentence_vectors_ends_it_cleanly(sample_index: Any, tmp_path: Path) -> None:
+    """Ctrl-C while the app computes sentence vectors ahead of questions (a daemon thread in
+    onnxruntime): the app exits 0, where it used to abort as Python finalized ("terminate
+    called without an active exception", SIGABRT)."""
+    data_dir, port, log = tmp_path / "index", free_port(), tmp_path / "app.log"
+    shutil.copytree(sample_index.settings.data_dir, data_dir)
+    env = {**os.environ, "ASSISTANT_DATA_DIR": str(data_dir), "ASSISTANT_APP_PORT": str(port),
+           "ASSISTANT_CACHE_DIR": str(tmp_path / "cache")}  # no sentence vectors kept yet
+    process = subprocess.Popen([sys.executable, str(ROOT / "app.py")], env=env, cwd=ROOT, stdout=log.open("w"),
+                               stderr=subprocess.STDOUT,  # SIGINT as a terminal's Ctrl-C delivers it
+                               preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    wait_until_up(f"http://127.0.0.1:{port}/", process, 300)
+    time.sleep(3)  # into the warm-up: the bundled corpus's sentences take it 15-30 s
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=60) == 0, log.read_text()[-2000:]
+    assert "terminate called" not in log.read_text()
 
 
 def test_login_is_required_when_configured(tmp_path: Path) -> None:

@@ -68,6 +68,19 @@ def test_warming_embeds_what_is_not_kept_and_waits_while_busy(minilm: embedders.
     assert not any("method 0" in text or "method 3" in text for text in counting.texts[2:])
     assert len(asked) == 4  # before p1: busy twice, then free; before p2: free
 
+def test_warming_ends_at_the_next_abstract_once_told_to_stop(minilm: embedders.Embedder, tmp_path: Path) -> None:
+    """The app stops the warm-up at exit: before another abstract, and while it waits for a question."""
+    papers = [Abstract(id=f"p{i}", title=f"Paper {i}", text=f"We study method {i}. It improves recall by {i}0%.",
+                       source="s") for i in range(4)]
+    counting = Counting(minilm)
+    assert SentenceVectors(tmp_path / "a", counting).warm(papers, stop=lambda: bool(counting.texts)) == 1
+    assert all("method 0" in text or "00%" in text for text in counting.texts)
+    asked: list[int] = []
+    busy = lambda: asked.append(1) or True  # noqa: E731 - a question never ends
+    assert SentenceVectors(tmp_path / "b", counting).warm(papers, busy=busy, stop=lambda: len(asked) >= 3) == 0
+    assert len(asked) == 3
+
+
 def test_kept_vectors_give_the_same_findings(sample_index: Assistant) -> None:
     question = "How much faster is speculative decoding with a retrieval datastore?"
     kept = Assistant(data_dir=sample_index.settings.data_dir, auto_ingest=False)

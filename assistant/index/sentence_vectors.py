@@ -64,19 +64,23 @@ class SentenceVectors:
                     self.cache.set(keys[i], np.asarray(vector, dtype=np.float32).tobytes())
         return out
 
-    def warm(self, abstracts: Iterable[Abstract], busy: Callable[[], bool] = lambda: False, most: int | None = None) -> int:
+    def warm(self, abstracts: Iterable[Abstract], busy: Callable[[], bool] = lambda: False, most: int | None = None,
+             stop: Callable[[], bool] = lambda: False) -> int:
         """Compute the sentence vectors of these abstracts (``most`` of them at most) that are
         not kept yet, one abstract at a time, waiting while ``busy()`` (a question is being
-        answered): returns how many abstracts were embedded."""
+        answered) and ending before the next abstract once ``stop()`` (the app is exiting):
+        returns how many abstracts were embedded."""
         embedded = 0
         for number, abstract in enumerate(abstracts):
-            if most is not None and number >= most:
+            if (most is not None and number >= most) or stop():
                 break
             sentences = [p.sentence for p in parts(abstract) if p.sentence]
             if all(self._key(s) in self.cache for s in sentences):
                 continue
-            while busy():
+            while busy() and not stop():
                 time.sleep(PAUSE_S)
+            if stop():
+                break
             self.embed(sentences)
             embedded += 1
         return embedded
