@@ -34,6 +34,14 @@ def test_chunks_are_token_bounded_and_keep_the_spaces() -> None:
     assert all(p.text.startswith("Sentence") and p.text.endswith(").") for p in pieces), "cut at sentence ends"
 
 
+def test_an_abstract_quoting_a_special_tokens_text_is_chunked_like_any_other() -> None:
+    """Papers on language models quote "<|endoftext|>"; tiktoken's default encode refused it,
+    which stopped the whole ingest with a traceback."""
+    text = "We study how GPT-2 uses <|endoftext|> between documents. " * 12
+    pieces = chunk(Abstract(id="a", text=text.strip(), title="", source="x", titled=False), 64, 16)
+    assert len(pieces) > 1 and all("<|endoftext|>" in p.text for p in pieces)
+
+
 def test_chunking_does_not_import_nltk() -> None:
     code = (
         "import sys; from assistant.index.chunking import chunk; from assistant.types import Abstract; "

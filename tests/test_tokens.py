@@ -18,3 +18,17 @@ def test_the_limit_check_and_trim_work_on_a_huge_text() -> None:
     assert over_limit("word " * 9000, 8000) and not over_limit("word " * 7000, 8000)
     trimmed = trim_to_tokens(huge, 8000)
     assert count_tokens(trimmed) == 8000 and huge.startswith(trimmed)
+
+
+def test_the_limit_check_agrees_with_the_count_on_either_side_of_the_limit() -> None:
+    """Texts of at most ``limit`` bytes skip tokenizing; the answer must not change: words,
+    digits (one token per up to 3), and characters of 2-4 bytes that take one token or several."""
+    for text in ["word " * 40, "12345678 " * 25, "é" * 150, "数据集" * 60, "🙂" * 80, "x" * 1000]:
+        for limit in range(1, 400, 7):
+            assert over_limit(text, limit) == (count_tokens(text) > limit), (text[:10], limit)
+
+
+def test_a_special_tokens_text_is_counted_and_trimmed_as_plain_text() -> None:
+    text = "GPT-2 separates documents with <|endoftext|> in its training data."
+    assert count_tokens(text) > count_tokens(text.replace("<|endoftext|>", "")) + 1
+    assert trim_to_tokens(text, 100) == text

@@ -13,7 +13,7 @@ from functools import lru_cache
 from llama_index.core.node_parser import SentenceSplitter
 
 from assistant.corpus.display import sentence_spans
-from assistant.tokens import ENCODING
+from assistant.tokens import tokenize
 from assistant.types import Abstract, Chunk
 
 
@@ -22,7 +22,7 @@ def _splitter(chunk_size: int, chunk_overlap: int) -> SentenceSplitter:
     return SentenceSplitter(
         chunk_size=chunk_size,
         chunk_overlap=chunk_overlap,
-        tokenizer=ENCODING.encode,
+        tokenizer=tokenize,
         chunking_tokenizer_fn=sentence_spans,
     )
 
