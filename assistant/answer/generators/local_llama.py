@@ -20,6 +20,29 @@ from assistant.answer.model_files import model_path
 
 PROMPT_CACHE_BYTES = 64 << 20
 _DONE = object()
+_READ_AS_CONTROL = llama_cpp.LLAMA_TOKEN_ATTR_CONTROL | llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED
+_BREAK = "\u200b"  # a zero-width space: breaks a control token's text and shows nothing
+
+
+def control_texts(llm: llama_cpp.Llama) -> tuple[str, ...]:
+    """The texts llama.cpp reads as the model's control tokens wherever a prompt holds them
+    (its chat formatter tokenizes the filled-in template with ``special=True``): in an
+    abstract, ``<|im_end|>`` would end the turn, and what follows it would read as another
+    speaker's, past the prompt's rule that sources are data. Longest first."""
+    vocab = llama_cpp.llama_model_get_vocab(llm.model)
+    texts = {llama_cpp.llama_vocab_get_text(vocab, token).decode("utf-8", "replace")
+             for token in range(llama_cpp.llama_vocab_n_tokens(vocab))
+             if llama_cpp.llama_vocab_get_attr(vocab, token) & _READ_AS_CONTROL}
+    return tuple(sorted((t for t in texts if len(t) > 1 and not t.isalnum()), key=len, reverse=True))
+
+
+def as_text(content: str, controls: tuple[str, ...]) -> str:
+    """``content`` with each of ``controls`` broken by a zero-width space after its first
+    character, so that the model reads the characters it shows, not a control token."""
+    for text in controls:
+        if text in content:
+            content = content.replace(text, text[0] + _BREAK + text[1:])
+    return content
 
 
 class LocalLlama:
@@ -32,6 +55,9 @@ class LocalLlama:
     fixed instructions (~160 tokens, about 2 s on 2 cores). Flash attention reads prompts
     about 7% faster on this CPU. Its saved states are freed back to the system
     (`allocator.give_back_freed_memory`), not kept in the allocator's heaps.
+
+    Messages are read as text: a control token's text inside them (an abstract quoting
+    ``<|im_end|>``) is broken so that it cannot end a turn (`control_texts`, `as_text`).
 
     It gives way to the work ``priority`` marks (`Priority`: the evidence of questions asked
     meanwhile), before its prompt and between tokens.
@@ -60,6 +86,7 @@ class LocalLlama:
             verbose=False,
         ).result()
         self.llm.set_cache(llama_cpp.LlamaRAMCache(PROMPT_CACHE_BYTES))
+        self.controls = control_texts(self.llm)
 
     def stream(self, messages: list[Message], max_tokens: int, usage: Usage) -> Iterator[str]:
         """Yield the reply token by token (temperature 0), generated on the model's thread."""
@@ -81,6 +108,7 @@ class LocalLlama:
     ) -> None:
         try:
             self.priority.waited(stop)  # the evidence of questions that came meanwhile goes first
+            messages = [{**message, "content": as_text(message["content"], self.controls)} for message in messages]
             chunks = self.llm.create_chat_completion(
                 messages=messages, stream=True, temperature=0.0, max_tokens=max_tokens
             )
