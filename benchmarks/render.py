@@ -37,6 +37,10 @@ README_FIGURES = [
     ("scifact_ndcg10", "SciFact train nDCG@10"),
     ("search_latency_sample", "Search latency p50 / p95, bundled corpus"),
     ("side_by_side_ingest_both", "Ingest, abstracts/s: plain LlamaIndex / this project (ratio)"),
+    ("scale_1m_ingest_1000000", "A million abstracts (vectors sampled, not embedded): ingest"),
+    ("scale_1m_search_1000000", "A million abstracts: hybrid search p50 / p95, embedded Chroma / Chroma server"),
+    ("scale_1m_serving_1000000", "A million abstracts: peak memory while searching"),
+    ("scale_1m_first_question_1000000", "A million abstracts, cold start: a question asked as the page appears, to its sources and findings"),
     ("ui_sources", "In the browser: Enter to the retrieved sources on screen, p50 / p95"),
     ("ui_findings", "In the browser: Enter to the papers' findings on screen, p50 / p95"),
 ]

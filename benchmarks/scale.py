@@ -520,7 +520,7 @@ def main() -> None:
                 f"{e['hybrid']['p50_ms']:.0f} / {e['hybrid']['p95_ms']:.0f} ms, {s['hybrid']['p50_ms']:.0f} / "
                 f"{s['hybrid']['p95_ms']:.0f} ms"),
             row("", f"{at}: dense / BM25 side p95", f"{e['dense']['p95_ms']:.0f} / {e['bm25']['p95_ms']:.0f} ms"),
-            row("", f"{at}: peak RSS while searching", f"{r['search_peak_rss_mb']:.0f} MB"),
+            row(f"{args.results}_serving_{r['size']}", f"{at}: peak RSS while searching", f"{r['search_peak_rss_mb']:.0f} MB"),
             row("", f"{at}: adding {r['add']['abstracts']:,} abstracts, Chroma + BM25 update",
                 f"{r['add']['chroma_s']:.1f} + {r['add']['bm25_update_s']:.1f} s (peak RSS "
                 f"{r['add'].get('peak_rss_mb', r['peak_rss_mb']):.0f} MB"
