@@ -192,7 +192,7 @@ def ingest_timeline(work: Path, size: int) -> tuple[list[tuple[int, float]], flo
     pauses, stopped = [], None
     for line in pauses_log.read_text().splitlines() if pauses_log.exists() else []:
         kind, epoch, _, at = line.split()[:4]
-        if kind == "STOP":
+        if kind == "STOP" and stopped is None:  # a second STOP before CONT: still the first one's span
             stopped = (float(epoch), float(at))
         elif kind == "CONT" and stopped:
             pauses.append((stopped[1], float(epoch) - stopped[0]))

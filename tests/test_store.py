@@ -135,6 +135,21 @@ def test_unreachable_chroma_server_is_a_clear_error(tmp_path: Path) -> None:
         assistant.stats()
 
 
+def test_vector_files_chroma_cannot_replay_its_log_into_say_both_causes_and_both_fixes(tmp_path: Path) -> None:
+    """Chroma's error when its vector files and write log disagree (the text it raised on a
+    1M-abstract index after a killed ingest; a stand-in, as a real one takes a kill at the
+    right moment): a full or read-only disk, rerun; else the index must be built again."""
+    import chromadb.errors
+
+    from assistant.index.store import _explanation
+
+    error = chromadb.errors.InternalError("Error executing plan: Error sending backfill request to compactor: "
+                                          "Failed to apply logs to the hnsw segment writer")
+    message = str(_explanation(Settings(data_dir=tmp_path), error))
+    assert "disk full or read-only" in message and "run the ingest again" in message
+    assert "no longer match its write log" in message and "assistant reset" in message
+
+
 def test_opening_an_index_with_another_embedder_is_an_error(tmp_path: Path) -> None:
     ChromaStore(Settings(data_dir=tmp_path), embedder_id="openai:text-embedding-3-small")
     with pytest.raises(EmbedderMismatchError, match="built with embedder 'openai:text-embedding-3-small'"):
