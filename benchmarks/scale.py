@@ -29,7 +29,9 @@ own (its peak RSS is then the add's); ``--steps ""`` only tabulates the results 
 left there (sizes built at different times). A size too large for the time at hand can be
 built in parts: ``--ingest-budget-s`` stops its ingest (at a committed batch) and measures
 the index it reached, which the table shows as "N of SIZE"; ``--resume`` continues from
-there. A build stopped by hand while other work is timed (``kill -STOP``) has its pauses
+there; stop a build that way, not by killing it: once, at 515,000 abstracts, a killed build
+resumed after its SQLite file's journal mode was changed left Chroma's vector files out of step
+with its write log, and the index had to be built again. A build stopped by hand while other work is timed (``kill -STOP``) has its pauses
 listed in ``work/pauses.log`` (see `ingest_timeline`); they are taken out of its ingest time,
 which is shown over each tenth of the build too. ``--cold`` drops the page cache before the
 search step, as after a reboot; ``--results NAME`` saves to ``benchmarks/results/NAME.json``
