@@ -89,11 +89,11 @@ class EmbedderMismatchError(StoreError):
 
 Method = TypeVar("Method", bound=Callable[..., Any])
 _DISK_FULL = ("no space left", "disk is full", "disk full", "file too large")
-_WRITE_FAILED = ("disk i/o error", "failed to apply logs", "readonly database", "read-only file system")
 # Chroma could not replay its write log into the vector index's files. A full or read-only
 # disk does it; so does a process killed while Chroma wrote those files (seen once at 515k
 # abstracts, and reported by other Chroma users): then no rerun helps, the files must be rebuilt.
 _VECTOR_FILES = "failed to apply logs"
+_WRITE_FAILED = ("disk i/o error", _VECTOR_FILES, "readonly database", "read-only file system")
 
 
 def _explanation(settings: Settings, error: Exception) -> StoreError | None:
@@ -106,14 +106,11 @@ def _explanation(settings: Settings, error: Exception) -> StoreError | None:
     if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EFBIG) or any(m in text for m in _DISK_FULL):
         return StoreError(f"the disk holding the index ({where}) is full: free some space; {undo}")
     failed = next((m for m in _WRITE_FAILED if m in text), None)
-    if failed == _VECTOR_FILES:
-        return StoreError(
-            f"could not write the index at {where} ({failed}): is its disk full or read-only? Then {undo}. If "
-            "not, and this repeats, Chroma's vector files no longer match its write log (a process killed while "
-            "Chroma wrote them leaves this): the abstracts are kept, but the index must be built again "
-            "(`assistant reset`, then ingest your files)")
     if failed:
-        return StoreError(f"could not write the index at {where} ({failed}): is its disk full or read-only? {undo}")
+        rebuild = ("; if not, and this repeats, Chroma's vector files no longer match its write log (a process "
+                   "killed while Chroma wrote them leaves this): the abstracts are kept, but the index must be "
+                   "built again (`assistant reset`, then ingest your files)") if failed == _VECTOR_FILES else ""
+        return StoreError(f"could not write the index at {where} ({failed}): is its disk full or read-only? {undo}{rebuild}")
     if isinstance(error, httpx.TransportError | ConnectionError) and s.chroma_host:
         reason = "connection refused" if "refused" in text else type(error).__name__
         return StoreError(
