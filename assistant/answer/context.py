@@ -51,10 +51,13 @@ from assistant.types import Citation, Hit
 
 WORD_OVERLAP_WEIGHT = 0.5
 SPECIFICS_WEIGHT = 0.3
-_INSTRUCTION = re.compile(
+_INSTRUCTION = re.compile(  # sentences addressed to the model, not findings: left out of every excerpt
     r"\b(?:ignore|disregard|forget)\b.{0,20}\b(?:instructions|rules|prompt)\b|\b(?:reply|respond|answer) only\b"
     r"|\bdo not (?:cite|answer|follow)\b|\byou are (?:an?|the) (?:assistant|ai|language model|chatbot)\b"
-    r"|\bsystem prompt\b",
+    r"|\bsystem prompt\b"
+    # an order at the sentence's start: "Reply with X.", "Output only the label."
+    r"|^\W*(?:please\W+)?(?:reply|respond)\b"
+    r"|^\W*(?:please\W+)?(?:answer|output|print|say|write|return|repeat|state)\b(?:\W+\w+){0,6}?\W+only\b",
     re.IGNORECASE,
 )
 
