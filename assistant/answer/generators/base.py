@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections.abc import Iterator
@@ -11,6 +12,20 @@ from typing import Protocol
 from assistant.types import Usage
 
 Message = dict[str, str]
+
+_BREAK = "\u200b"  # a zero-width space: breaks a control token's text and shows nothing
+# The shapes chat templates give their control tokens, which a server's template reads as
+# turn boundaries wherever a message holds their text: ChatML and Llama 3 "<|im_end|>",
+# "<|eot_id|>"; DeepSeek "<｜end▁of▁sentence｜>"; Gemma "<end_of_turn>"; Llama 2 and Mistral
+# "[INST]", "<<SYS>>", "</s>".
+TEMPLATE_MARKERS = re.compile(r"<\|[^|<>\s]{1,64}\|>|<｜[^｜<>\s]{1,64}｜>|<(?:start|end)_of_turn>|\[/?INST\]|<</?SYS>>|</?s>")
+
+
+def as_text(content: str, markers: re.Pattern[str] = TEMPLATE_MARKERS) -> str:
+    """``content`` with each match of ``markers`` broken by a zero-width space after its first
+    character, so that the model reads the characters it shows, not a control token: an
+    abstract quoting "<|im_end|>" cannot end the turn and speak as another role."""
+    return markers.sub(lambda match: match[0][0] + _BREAK + match[0][1:], content)
 
 
 class Generator(Protocol):

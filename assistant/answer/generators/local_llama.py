@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import os
 import queue
+import re
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -15,13 +16,12 @@ import numpy as np
 from llama_cpp.llama import LlamaState
 
 from assistant.allocator import give_back_freed_memory
-from assistant.answer.generators.base import GenerationError, Message, Priority, Usage
+from assistant.answer.generators.base import TEMPLATE_MARKERS, GenerationError, Message, Priority, Usage, as_text
 from assistant.answer.model_files import model_path
 
 PROMPT_CACHE_BYTES = 64 << 20
 _DONE = object()
 _READ_AS_CONTROL = llama_cpp.LLAMA_TOKEN_ATTR_CONTROL | llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED
-_BREAK = "\u200b"  # a zero-width space: breaks a control token's text and shows nothing
 
 
 def control_texts(llm: llama_cpp.Llama) -> tuple[str, ...]:
@@ -36,15 +36,6 @@ def control_texts(llm: llama_cpp.Llama) -> tuple[str, ...]:
     return tuple(sorted((t for t in texts if len(t) > 1 and not t.isalnum()), key=len, reverse=True))
 
 
-def as_text(content: str, controls: tuple[str, ...]) -> str:
-    """``content`` with each of ``controls`` broken by a zero-width space after its first
-    character, so that the model reads the characters it shows, not a control token."""
-    for text in controls:
-        if text in content:
-            content = content.replace(text, text[0] + _BREAK + text[1:])
-    return content
-
-
 class LocalLlama:
     """llama-cpp-python with explicit thread counts; one generation at a time (its thread
     takes them in turn).
@@ -57,7 +48,8 @@ class LocalLlama:
     (`allocator.give_back_freed_memory`), not kept in the allocator's heaps.
 
     Messages are read as text: a control token's text inside them (an abstract quoting
-    ``<|im_end|>``) is broken so that it cannot end a turn (`control_texts`, `as_text`).
+    ``<|im_end|>``) is broken so that it cannot end a turn (`control_texts`, `as_text`; the
+    model's own control tokens and the usual template markers).
 
     It gives way to the work ``priority`` marks (`Priority`: the evidence of questions asked
     meanwhile), before its prompt and between tokens.
@@ -87,6 +79,7 @@ class LocalLlama:
         ).result()
         self.llm.set_cache(llama_cpp.LlamaRAMCache(PROMPT_CACHE_BYTES))
         self.controls = control_texts(self.llm)
+        self.markers = re.compile("|".join([*map(re.escape, self.controls), TEMPLATE_MARKERS.pattern]))
 
     def stream(self, messages: list[Message], max_tokens: int, usage: Usage) -> Iterator[str]:
         """Yield the reply token by token (temperature 0), generated on the model's thread."""
@@ -108,7 +101,7 @@ class LocalLlama:
     ) -> None:
         try:
             self.priority.waited(stop)  # the evidence of questions that came meanwhile goes first
-            messages = [{**message, "content": as_text(message["content"], self.controls)} for message in messages]
+            messages = [{**message, "content": as_text(message["content"], self.markers)} for message in messages]
             chunks = self.llm.create_chat_completion(
                 messages=messages, stream=True, temperature=0.0, max_tokens=max_tokens
             )

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import openai
 
-from assistant.answer.generators.base import GenerationError, Message, Usage
+from assistant.answer.generators.base import GenerationError, Message, Usage, as_text
 from assistant.openai_client import explain
 
 
@@ -20,6 +20,10 @@ class OpenAIChat:
     be reached) is not asked again for ``rest_s`` seconds: the questions waiting behind the
     failed one get its message at once, instead of each waiting out a timeout of its own, so
     a line of users behind a stuck server drains within about one timeout.
+
+    Messages are sent as text: the server's chat template would read a control token's text
+    inside them as one (llama.cpp's and vLLM's do), so the usual template markers are broken
+    (`as_text`); the server's vocabulary is not known here.
     """
 
     def __init__(self, client: openai.OpenAI, model: str, rest_s: float = 30.0) -> None:
@@ -38,7 +42,7 @@ class OpenAIChat:
         try:
             response = self.client.chat.completions.create(
                 model=self.model_name,
-                messages=messages,
+                messages=[{**message, "content": as_text(message["content"])} for message in messages],
                 temperature=0.0,
                 max_tokens=max_tokens,
                 stream=True,
