@@ -278,6 +278,10 @@ def main() -> None:
     summary = "; ".join(f"{corpus_name} {p:.1f} / {o:.1f} ({o / p:.2f}×)" for corpus_name, (p, o) in ingest.items())
     index_table.insert(0, results.row(
         "side_by_side_ingest_both", "Ingest, abstracts/s: plain LlamaIndex / this project (ratio)", summary))
+    search = {name.split()[2].rstrip(","): (p, o) for name, p, o, _ in rows if name.startswith("search k=10")}
+    index_table.insert(1, results.row(
+        "side_by_side_search", "Search k=10, ms: plain LlamaIndex / this project (ratio, > 1: ours faster)",
+        "; ".join(f"{stat} {p:.1f} / {o:.1f} ({p / o:.2f}×)" for stat, (p, o) in search.items())))
     note = (f"{len(unique)} abstracts, {len(questions[: args.limit])} questions, model {model}, "
             f"embedder {ours.embedder.model_id}; same embedder and LLM for both.")
     results.save("side_by_side_index", "Side by side with a plain LlamaIndex pipeline: ingest and search",

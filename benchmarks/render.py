@@ -37,6 +37,7 @@ README_FIGURES = [
     ("scifact_ndcg10", "SciFact train nDCG@10"),
     ("search_latency_sample", "Search latency p50 / p95, bundled corpus"),
     ("side_by_side_ingest_both", "Ingest, abstracts/s: plain LlamaIndex / this project (ratio)"),
+    ("side_by_side_search", "Search k=10 on the bundled corpus, p50 / p95 ms: plain LlamaIndex / this project (ratio)"),
     ("scale_1m_ingest_1000000", "A million abstracts (vectors sampled, not embedded): ingest"),
     ("scale_1m_search_1000000", "A million abstracts: hybrid search p50 / p95, embedded Chroma / Chroma server"),
     ("scale_1m_serving_1000000", "A million abstracts: peak memory while searching"),
