@@ -297,3 +297,21 @@ def test_a_build_reads_a_stream_in_pages_and_a_failed_read_keeps_the_saved_index
     assert reloaded.search("zeolite catalysts", 5) == pytest.approx(full.search("zeolite catalysts", 5))
     index.update(list(records), stream)
     assert sorted(index.ids) == list("abcde") and index.search("cages", 5)[0][0] == "e"
+
+
+def test_an_index_without_its_saved_tokens_is_rebuilt_from_every_record(tmp_path: Path) -> None:
+    """An index saved before token ids were, or whose tokens file is damaged: the update
+    cannot add to it, so it reads every abstract and builds anew."""
+    records = {i: Abstract(id=i, text=f"Catalyst number {i} in zeolite pores.", title="", source="x") for i in "abc"}
+    read, asked = _reader(records)
+    index = Bm25Index(tmp_path / "bm25", k1=0.9, b=0.4, title_weight=1)
+    index.update(["a", "b"], read)
+    (tmp_path / "bm25" / "tokens.npz").write_bytes(b"not a zip file")
+    index = Bm25Index(tmp_path / "bm25", k1=0.9, b=0.4, title_weight=1)
+    index.update(["a", "b", "c"], read)
+    assert asked[-1] == ["a", "b", "c"] and sorted(index.ids) == ["a", "b", "c"]
+    full = _built(tmp_path / "full", {i: r.text for i, r in records.items()})
+    assert index.search("zeolite catalyst c", 5) == pytest.approx(full.search("zeolite catalyst c", 5))
+    records["d"] = Abstract(id="d", text="Catalyst number d in zeolite pores.", title="", source="x")
+    index.update(["a", "b", "c", "d"], read)
+    assert asked[-1] == ["d"], "its tokens were saved anew: the next update adds to it"

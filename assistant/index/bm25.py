@@ -95,6 +95,10 @@ def phrase_terms(tokens: list[str]) -> list[str]:
     return [format(int(bucket), "x") for bucket in pair_buckets(hashes[:-1], hashes[1:])]
 
 
+class _TokensGone(Exception):
+    """The saved token ids are missing or belong to another index: build from the records."""
+
+
 class _AcronymLists:
     """The acronyms listed for the indexed abstracts (name → rows) and those found in new
     ones, kept as compact (name id, row) arrays while the new abstracts stream past."""
@@ -201,7 +205,7 @@ class Bm25Index:
         stream (read from Chroma a page at a time): they are not all held at once."""
         self._clear()
         self.generation = generation
-        self._add(TokenArrays.empty(), abstracts)
+        self._add(abstracts)
 
     def update(self, ids: list[str], read: Callable[[list[str]], Iterable[Abstract]], generation: str = "") -> None:
         """Index exactly the abstracts with these ids, ``read(ids)`` giving their records,
@@ -219,22 +223,25 @@ class Bm25Index:
             self.generation = generation
             self._claim(self.folder)
             return
-        tokens = self._saved_tokens() if set(self.ids) <= set(ids) else None
-        if tokens is None:
-            self.build(read(ids), generation)
-        else:
-            self.generation = generation
-            self._add(tokens, read([i for i in ids if i not in self._rows]))
+        if self.ids and set(self.ids) <= set(ids):
+            try:
+                self.generation = generation
+                self._add(read([i for i in ids if i not in self._rows]), self._saved_tokens)
+                return
+            except _TokensGone:
+                pass
+        self.build(read(ids), generation)
 
-    def _saved_tokens(self) -> TokenArrays | None:
-        """The token ids of the indexed abstracts, if saved with this index."""
+    def _saved_tokens(self) -> TokenArrays:
+        """The token ids of the indexed abstracts, saved with this index (`_TokensGone` if
+        they are not, or were replaced since it was loaded)."""
         try:
             with np.load(self.folder / _TOKENS) as saved:
-                if str(saved["fingerprint"]) != self.fingerprint:  # replaced since it was loaded
-                    return None
+                if str(saved["fingerprint"]) != self.fingerprint:
+                    raise _TokensGone
                 return TokenArrays.from_arrays(saved)
-        except _UNREADABLE:
-            return None
+        except _UNREADABLE as error:
+            raise _TokensGone from error
 
     def _clear(self) -> None:
         self.ids, self._rows, self.fingerprint, self.generation = [], {}, "", ""
@@ -243,13 +250,14 @@ class Bm25Index:
         self.model = self.phrase_model = None
         self._acronyms = {}
 
-    def _add(self, tokens: TokenArrays, abstracts: Iterable[Abstract]) -> None:
-        """Add these abstracts to the indexed ones (whose ``tokens`` these are) and save.
-        If reading them fails, the saved index is left as it was and this one is emptied,
-        so that the next update rebuilds it."""
+    def _add(self, abstracts: Iterable[Abstract], tokens: Callable[[], TokenArrays] = TokenArrays.empty) -> None:
+        """Add these abstracts to the indexed ones (whose token ids ``tokens()`` gives) and
+        save. If reading them fails, the saved index is left as it was and this one is
+        emptied, so that the next update rebuilds it. No frame here holds the token arrays:
+        each goes once it is joined or used (~0.5 GB at a million abstracts)."""
         self.model = self.phrase_model = None  # freed before the new matrices are built
         try:
-            self._save(self._extended(tokens, abstracts))
+            self._save(self._extended(tokens(), abstracts))
         except BaseException:
             self._clear()
             raise

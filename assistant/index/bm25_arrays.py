@@ -4,9 +4,10 @@ bm25s cannot add documents to an index, and builds its matrix in a Python loop o
 lists of tokens, so every ingest read back and re-tokenized every indexed abstract: 46 s
 at 100,000 abstracts (words and word pairs), about 10 minutes at a million. Here every
 abstract's token ids sit in one int32 array saved with the index, so an update tokenizes
-only the new abstracts, and the matrix takes a few array operations (1.3 s instead of
-8 s per BM25 at 100,000 abstracts). The scores are bit for bit those bm25s computes
-(Lucene BM25; `tests/test_bm25_arrays.py` compares them), handed to bm25s through the
+only the new abstracts, and each matrix takes a few array operations, written straight
+into the order bm25s keeps (`score_matrix`): at 1.03 million abstracts both matrices take
+52 s and 2.1 GB besides the tokens (built in row order and turned by scipy: 43 s, 3.6 GB).
+The scores are bit for bit those bm25s computes (Lucene BM25; `tests/test_bm25_arrays.py` compares them), handed to bm25s through the
 override point it documents (`BM25.build_index_from_ids`), so bm25s still saves, loads
 and scores the index.
 """
@@ -21,14 +22,12 @@ from typing import Any
 
 import bm25s
 import numpy as np
-import scipy.sparse
 
 PHRASE_BUCKETS = 1 << 22
 _BUCKET_BITS = PHRASE_BUCKETS.bit_length() - 1
 _MIX = np.uint64(0x9E3779B97F4A7C15)  # Fibonacci hashing: the top bits of key × 2^64/φ
 _PAGE = 50_000  # abstracts tokenized at once: bounds the lists bm25s returns
 _BLOCK = 10_000  # abstracts whose tokens are counted at once
-_SLICE = 10_000_000  # scores computed at once
 
 
 def word_hash(words: list[str]) -> np.ndarray:
@@ -98,12 +97,14 @@ class TokenArrays:
             inside = rows[:-1] == rows[1:]  # both words of the pair in the same document
             buckets.append(pair_buckets(hashes[ids[:-1][inside]], hashes[ids[1:][inside]]).astype(np.int32))
         flat = _joined(buckets, np.int32)
+        del buckets
         column = np.zeros(PHRASE_BUCKETS, dtype=np.int32)
         column[flat] = 1
         used = np.flatnonzero(column)
         column[used] = np.arange(len(used), dtype=np.int32)
+        np.take(column, flat, out=flat, mode="clip")  # each bucket's column, in place (no buffer in "clip")
         lengths = np.maximum(self.lengths - 1, 0).astype(np.int32)
-        return TokenArrays([format(int(b), "x") for b in used], column[flat], lengths)
+        return TokenArrays([format(int(b), "x") for b in used], flat, lengths)
 
     def arrays(self) -> dict[str, np.ndarray]:
         """The arrays to save (`np.savez`); `from_arrays` reads them back."""
@@ -118,37 +119,41 @@ class TokenArrays:
 
 def score_matrix(tokens: TokenArrays, k1: float, b: float) -> dict[str, Any]:
     """Lucene BM25 scores of every (term, document) pair as bm25s stores them: a CSC matrix
-    (documents × terms; per term, the rows of the documents holding it, ascending)."""
+    (documents × terms; per term, the rows of the documents holding it, ascending).
+
+    Built straight into that order in two passes over the documents (`_term_counts`): the
+    first counts each term's documents, which places every term's column; the second scores
+    each block's entries and writes them into their columns. No array with an entry per
+    (term, document) is held but the matrix's own two: at a million abstracts each is
+    ~0.5 GB, and this build is the ingest's memory peak."""
     count, terms = len(tokens.lengths), len(tokens.vocabulary)
-    # each (term, row) pair once, with its count; there are at most as many as tokens
-    term, row, tf = (np.empty(len(tokens.ids), dtype=t) for t in (np.int32, np.int32, np.float32))
-    filled = 0
-    for rows, ids in tokens.blocks():
-        pairs, counts = np.unique(rows * terms + ids, return_counts=True)
-        at = slice(filled, filled + len(pairs))
-        row[at], term[at] = np.divmod(pairs, terms)
-        tf[at] = counts
-        filled += len(pairs)
-    term, row, tf = term[:filled], row[:filled], tf[:filled]
-    df = np.bincount(term, minlength=terms)
+    df = np.zeros(terms, dtype=np.int64)
+    for _, term, _ in _term_counts(tokens):
+        df += np.bincount(term, minlength=terms)
     idf = np.log(1 + (count - df + 0.5) / (df + 0.5)).astype(np.float32)
     average = tokens.lengths.mean()
-    data = np.empty(len(term), dtype=np.float32)
-    for start in range(0, len(term), _SLICE):  # float64 like bm25s, a slice at a time
-        at = slice(start, start + _SLICE)
-        norm = k1 * ((1 - b) + b * tokens.lengths[row[at]].astype(np.float64) / average)
-        data[at] = idf[term[at]] * (tf[at] / (norm + tf[at]))
-    del tf
-    # the entries are in row order: a CSR matrix, turned by term with scipy's counting sort
-    # (rows stay ascending within each term; 6x faster than a stable argsort by term)
-    row_starts = np.concatenate([[0], np.cumsum(np.bincount(row, minlength=count))])
-    by_term = scipy.sparse.csr_matrix((data, term, row_starts), shape=(count, terms)).tocsc()
-    return {
-        "data": by_term.data,
-        "indices": by_term.indices.astype(np.int32),
-        "indptr": by_term.indptr.astype(np.int64),
-        "num_docs": count,
-    }
+    indptr = np.concatenate([[0], np.cumsum(df)])
+    data, indices = np.empty(indptr[-1], dtype=np.float32), np.empty(indptr[-1], dtype=np.int32)
+    filled = indptr[:-1].copy()  # where each term's column is filled to
+    for row, term, tf in _term_counts(tokens):  # a block's entries by term, then by row
+        norm = k1 * ((1 - b) + b * tokens.lengths[row].astype(np.float64) / average)  # float64 like bm25s
+        starts = np.flatnonzero(np.diff(term, prepend=-1))  # where each term's entries begin
+        counts = np.diff(starts, append=len(term))
+        at = filled[term] + np.arange(len(term)) - np.repeat(starts, counts)
+        indices[at], data[at] = row, idf[term] * (tf / (norm + tf))
+        filled[term[starts]] += counts
+    return {"data": data, "indices": indices, "indptr": indptr, "num_docs": count}
+
+
+def _term_counts(tokens: TokenArrays) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Each document's terms with their counts, ``_BLOCK`` documents at a time, the blocks
+    in document order: (row, term id, count as float32), one entry per (document, term);
+    within a block, by term and then by row."""
+    count = len(tokens.lengths)
+    for rows, ids in tokens.blocks():
+        pairs, counts = np.unique(ids.astype(np.int64) * count + rows, return_counts=True)
+        term, row = np.divmod(pairs, count)
+        yield row.astype(np.int32), term.astype(np.int32), counts.astype(np.float32)
 
 
 def _joined(parts: list[np.ndarray], dtype: type) -> np.ndarray:
