@@ -152,6 +152,7 @@ class Bm25Index:
         self.params = {"k1": k1, "b": b, "title_weight": title_weight, "phrases": phrases, "format": _FORMAT}
         self.ids: list[str] = []
         self._rows: dict[str, int] = {}
+        self._keys = np.array([], dtype=object)
         self.sources = np.array([], dtype=object)
         self.libraries = np.array([], dtype=object)
         self.years = np.array([], dtype=np.int32)
@@ -175,12 +176,20 @@ class Bm25Index:
         except _UNREADABLE:
             return
         self.model, self.phrase_model, self._acronyms = model, phrase_model, acronyms
-        self.ids, self.fingerprint = manifest["ids"], manifest["fingerprint"]
+        self._index_ids(manifest["ids"])
+        self.fingerprint = manifest["fingerprint"]
         self.generation = self._claimed()
-        self._rows = {i: row for row, i in enumerate(self.ids)}
         self.sources = np.array(manifest["sources"], dtype=object)
         self.libraries = np.array(manifest.get("libraries", [SHARED] * len(self.ids)), dtype=object)
         self.years = np.array(manifest["years"], dtype=np.int32)
+
+    def _index_ids(self, ids: list[str]) -> None:
+        """The indexed keys in row order, with each key's row and the keys as an array: a
+        subject's abstracts are thousands of rows at a million abstracts, 5 ms a question
+        to turn into keys one by one."""
+        self.ids = ids
+        self._rows = {i: row for row, i in enumerate(ids)}
+        self._keys = np.array(ids, dtype=object)
 
     @staticmethod
     def _split(names: list[str], indptr: np.ndarray, rows: np.ndarray) -> dict[str, np.ndarray]:
@@ -244,7 +253,8 @@ class Bm25Index:
             raise _TokensGone from error
 
     def _clear(self) -> None:
-        self.ids, self._rows, self.fingerprint, self.generation = [], {}, "", ""
+        self._index_ids([])
+        self.fingerprint, self.generation = "", ""
         self.sources, self.years = np.array([], dtype=object), np.array([], dtype=np.int32)
         self.libraries = np.array([], dtype=object)
         self.model = self.phrase_model = None
@@ -279,8 +289,7 @@ class Bm25Index:
                 yield " ".join([abstract.title] * weight * abstract.titled + [abstract.text])
 
         tokens = tokens.extended(_corpus_tokens, texts())
-        self.ids = self.ids + added
-        self._rows = {i: row for row, i in enumerate(self.ids)}
+        self._index_ids(self.ids + added)
         self.sources = np.concatenate([self.sources, np.array(sources, dtype=object)])
         self.libraries = np.concatenate([self.libraries, np.array(libraries, dtype=object)])
         self.years = np.concatenate([self.years, np.array(years, dtype=np.int32)])
@@ -441,7 +450,7 @@ class Bm25Index:
     def _ids_of(self, rows: np.ndarray, limit: int | None, mask: np.ndarray | None) -> list[str]:
         if mask is not None:
             rows = rows[mask[rows] > 0]
-        return [] if limit is not None and len(rows) > limit else [self.ids[int(row)] for row in rows]
+        return [] if limit is not None and len(rows) > limit else self._keys[rows].tolist()
 
     def _postings(self, term: str) -> np.ndarray:
         """The sorted rows of the abstracts that contain a (stemmed) term."""
