@@ -28,6 +28,11 @@ def as_text(content: str, markers: re.Pattern[str] = TEMPLATE_MARKERS) -> str:
     return markers.sub(lambda match: match[0][0] + _BREAK + match[0][1:], content)
 
 
+def as_text_messages(messages: list[Message], markers: re.Pattern[str] = TEMPLATE_MARKERS) -> list[Message]:
+    """``messages`` with each content read as text (`as_text`)."""
+    return [{**message, "content": as_text(message["content"], markers)} for message in messages]
+
+
 class Generator(Protocol):
     """A chat model. ``model_name`` says which one answers (shown to users)."""
 

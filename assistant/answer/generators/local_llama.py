@@ -16,7 +16,7 @@ import numpy as np
 from llama_cpp.llama import LlamaState
 
 from assistant.allocator import give_back_freed_memory
-from assistant.answer.generators.base import TEMPLATE_MARKERS, GenerationError, Message, Priority, Usage, as_text
+from assistant.answer.generators.base import TEMPLATE_MARKERS, GenerationError, Message, Priority, Usage, as_text_messages
 from assistant.answer.model_files import model_path
 
 PROMPT_CACHE_BYTES = 64 << 20
@@ -48,8 +48,8 @@ class LocalLlama:
     (`allocator.give_back_freed_memory`), not kept in the allocator's heaps.
 
     Messages are read as text: a control token's text inside them (an abstract quoting
-    ``<|im_end|>``) is broken so that it cannot end a turn (`control_texts`, `as_text`; the
-    model's own control tokens and the usual template markers).
+    ``<|im_end|>``) is broken so that it cannot end a turn (`control_texts`,
+    `as_text_messages`; the model's own control tokens and the usual template markers).
 
     It gives way to the work ``priority`` marks (`Priority`: the evidence of questions asked
     meanwhile), before its prompt and between tokens.
@@ -101,7 +101,7 @@ class LocalLlama:
     ) -> None:
         try:
             self.priority.waited(stop)  # the evidence of questions that came meanwhile goes first
-            messages = [{**message, "content": as_text(message["content"], self.markers)} for message in messages]
+            messages = as_text_messages(messages, self.markers)
             chunks = self.llm.create_chat_completion(
                 messages=messages, stream=True, temperature=0.0, max_tokens=max_tokens
             )

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import openai
 
-from assistant.answer.generators.base import GenerationError, Message, Usage, as_text
+from assistant.answer.generators.base import GenerationError, Message, Usage, as_text_messages
 from assistant.openai_client import explain
 
 
@@ -23,7 +23,7 @@ class OpenAIChat:
 
     Messages are sent as text: the server's chat template would read a control token's text
     inside them as one (llama.cpp's and vLLM's do), so the usual template markers are broken
-    (`as_text`); the server's vocabulary is not known here.
+    (`as_text_messages`); the server's vocabulary is not known here.
     """
 
     def __init__(self, client: openai.OpenAI, model: str, rest_s: float = 30.0) -> None:
@@ -42,7 +42,7 @@ class OpenAIChat:
         try:
             response = self.client.chat.completions.create(
                 model=self.model_name,
-                messages=[{**message, "content": as_text(message["content"])} for message in messages],
+                messages=as_text_messages(messages),
                 temperature=0.0,
                 max_tokens=max_tokens,
                 stream=True,
