@@ -17,7 +17,7 @@ from pathlib import Path
 
 from results import RESULTS, ROOT
 
-ORDER = ["answers", "findings", "pubmedqa_pubmed", "pubmedqa", "pubmedqa_verdicts_on", "gate", "claim_check", "retrieval", "side_by_side_index", "side_by_side", "serving", "chat", "libraries", "scale", "scale_1m", "ingest_memory", "ingest_throughput"]
+ORDER = ["answers", "findings", "pubmedqa_pubmed", "pubmedqa", "pubmedqa_verdicts_on", "gate", "relevance", "claim_check", "retrieval", "side_by_side_index", "side_by_side", "serving", "chat", "libraries", "scale", "scale_1m", "ingest_memory", "ingest_throughput"]
 README_FIGURES = [
     ("local_dev_all", "Local 1.5B model, dev questions: citation precision / recall, facts, abstention"),
     ("local_held-out_all", "Local 1.5B model, held-out questions: the same"),
