@@ -122,10 +122,12 @@ def ml_pairs(work: Path, pool: int) -> dict[str, list[Pair]]:
 
 
 def features(rows: list[Pair]) -> np.ndarray:
+    """The pairs as a matrix, one column per name in ``FEATURES``."""
     return np.array([[r[f] for f in FEATURES] for r in rows], dtype=float)
 
 
 def model() -> Any:
+    """The stage: standardised features, then a logistic regression."""
     return make_pipeline(StandardScaler(), LogisticRegression(max_iter=3000))
 
 
@@ -145,6 +147,7 @@ def cross_validated(rows: list[Pair]) -> np.ndarray:
 
 
 def best_f1_threshold(labels: np.ndarray, probability: np.ndarray) -> float:
+    """The probability threshold with the best F1 over all pairs."""
     scores = [(2 * ((probability >= t) & (labels == 1)).sum() / ((probability >= t).sum() + labels.sum()), t)
               for t in np.arange(0.05, 0.9, 0.025)]
     return round(float(max(scores)[1]), 3)
@@ -170,6 +173,7 @@ def shipped(ratio: float, gate: float) -> Rule:
 
 
 def stage(threshold: float) -> Rule:
+    """The stage's answering tier: every candidate at or above ``threshold``."""
     return lambda rs: [r for r in rs if r["p"] >= threshold]
 
 
