@@ -197,6 +197,24 @@ def beir_data_dir(assistant: Assistant, corpus_dir: Path) -> Path:
     return assistant.settings.cache_dir / "beir" / f"{corpus_dir.resolve().name}-{key}"
 
 
+def beir_index(assistant: Assistant, corpus_dir: Path) -> Assistant:
+    """An assistant over a BEIR corpus's own embedded index (`beir_data_dir`), with
+    ``assistant``'s retrieval settings; ingest its ``corpus.jsonl`` to build or resume it."""
+    from assistant.api import Assistant
+
+    return Assistant(assistant.settings, data_dir=beir_data_dir(assistant, corpus_dir), collection="beir",
+                     chroma_host=None, chroma_port=None, auto_ingest=False)
+
+
+def beir_queries(corpus_dir: Path, qrels: dict[str, dict[str, int]]) -> dict[str, str]:
+    """Query id → text of the BEIR corpus's queries that ``qrels`` judges."""
+    return {
+        q["_id"]: q["text"]
+        for q in map(json.loads, (corpus_dir / "queries.jsonl").read_text().splitlines())
+        if q["_id"] in qrels
+    }
+
+
 def evaluate_beir(
     assistant: Assistant, corpus_dir: str | Path, qrels_path: str | Path, k: int = 100
 ) -> dict[str, Any]:
@@ -205,24 +223,11 @@ def evaluate_beir(
     ``assistant`` supplies the retrieval settings; the index itself is a separate
     embedded Chroma under the cache dir (incremental: a second run re-uses it).
     """
-    from assistant.api import Assistant
-
     corpus_dir = Path(corpus_dir)
-    beir = Assistant(
-        assistant.settings,
-        data_dir=beir_data_dir(assistant, corpus_dir),
-        collection="beir",
-        chroma_host=None,
-        chroma_port=None,
-        auto_ingest=False,
-    )
+    beir = beir_index(assistant, corpus_dir)
     report = beir.ingest([corpus_dir / "corpus.jsonl"])
     qrels = read_qrels(Path(qrels_path))
-    queries = {
-        q["_id"]: q["text"]
-        for q in map(json.loads, (corpus_dir / "queries.jsonl").read_text().splitlines())
-        if q["_id"] in qrels
-    }
+    queries = beir_queries(corpus_dir, qrels)
     run, seconds = {}, []
     for query_id, text in queries.items():
         started = time.perf_counter()

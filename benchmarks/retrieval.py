@@ -14,7 +14,6 @@ the test run's pass/fail.
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
 import time
 from collections.abc import Callable
@@ -104,11 +103,7 @@ def main() -> None:
     ]
     data_dir = evaluation.beir_data_dir(base, args.scifact)
     qrels = evaluation.read_qrels(args.scifact / "qrels" / args.qrels)
-    queries = {
-        q["_id"]: q["text"]
-        for q in map(json.loads, (args.scifact / "queries.jsonl").read_text().splitlines())
-        if q["_id"] in qrels
-    }
+    queries = evaluation.beir_queries(args.scifact, qrels)
 
     def variant(**settings: object) -> Assistant:
         return Assistant(base.settings, data_dir=data_dir, collection="beir", **settings)
