@@ -52,6 +52,7 @@ from assistant.corpus import COMPRESSED_SUFFIXES, SUFFIXES
 from assistant.index.embedders import EmbeddingError
 from assistant.index.store import StoreError
 from assistant.limits import Allowance
+from assistant.remote.http import ServiceError
 from assistant.waiting_line import Replaced, WaitingLine
 
 log = logging.getLogger("assistant.app")
@@ -275,10 +276,7 @@ class Handlers:
             view = self.viewer(request)
             if len(files) > view.settings.app_max_upload_files:
                 raise ValueError(f"{len(files)} files at once; upload at most {view.settings.app_max_upload_files} at a time")
-            owner = view.settings.user or (request.session_hash if request else None) or "anyone"
-            if (wait := self.uploads.take(owner)) is not None:
-                raise ValueError(f"this server takes {self.uploads.most} uploads an hour from each user; "
-                                 f"try again in {max(1, round(wait / 60))} min")
+            self._take_upload(view, request)
             progress(0, desc="Reading files")
             report = view.ingest(
                 files, on_progress=lambda done: progress(done.fraction, desc=f"Indexing: {done.line()}"),
@@ -292,9 +290,40 @@ class Handlers:
             return message, gr.skip(), gr.skip(), gr.skip()
         finally:
             _discard(files)
+        return self._added(view, render.ingest_html(report, files), current, current_search)
+
+    def add_by_id(
+        self, text: str, shared: bool, current: str, current_search: str, request: gr.Request = None
+    ) -> tuple[Any, ...]:
+        """Add the papers named by DOI, arXiv ID or PubMed ID (separated by spaces, commas or lines)."""
+        ids = text.replace(",", " ").split()
+        if not ids:
+            return "", gr.skip(), gr.skip(), gr.skip()
+        try:
+            view = self.viewer(request)
+            self._take_upload(view, request)
+            report = view.add(ids, library="shared" if shared else None)
+        except (ServiceError, StoreError, EmbeddingError, ValueError) as error:  # they say what to do
+            return f"<p>⚠ {html.escape(str(error))}</p>", gr.skip(), gr.skip(), gr.skip()
+        except Exception as error:  # the UI's boundary: a message, never a traceback
+            log.exception("add by identifier failed")
+            return f"<p>⚠ The papers could not be added: {html.escape(str(error))}</p>", gr.skip(), gr.skip(), gr.skip()
+        return self._added(view, render.ingest_html(report, ids), current, current_search)
+
+    def _take_upload(self, view: Assistant, request: gr.Request | None) -> None:
+        """Count one upload against its user's hourly allowance; a `ValueError` saying when to
+        come back once it is spent."""
+        owner = view.settings.user or (request.session_hash if request else None) or "anyone"
+        if (wait := self.uploads.take(owner)) is not None:
+            raise ValueError(f"this server takes {self.uploads.most} uploads an hour from each user; "
+                             f"try again in {max(1, round(wait / 60))} min")
+
+    @staticmethod
+    def _added(view: Assistant, report_html: str, current: str, current_search: str) -> tuple[Any, ...]:
+        """The report, the index's new status, and both source lists with the new sources."""
         status_now, choices_now = index_view(view)
         return (
-            render.ingest_html(report, files),
+            report_html,
             status_now,
             gr.Dropdown(choices=choices_now, value=current if current in choices_now else ALL_SOURCES),
             gr.Dropdown(choices=choices_now, value=current_search if current_search in choices_now else ALL_SOURCES),
@@ -372,6 +401,12 @@ def build(assistant: Assistant, line: WaitingLine | None = None) -> gr.Blocks:
                                 file_count="multiple",
                                 elem_id="upload",
                             )
+                            with gr.Row():
+                                ids = gr.Textbox(
+                                    label="Or add by DOI, arXiv ID or PubMed ID", scale=4, elem_id="add-ids",
+                                    placeholder="10.1038/nature14539  arXiv:1706.03762  PMID:31452104",
+                                )
+                                add_ids = gr.Button("Add", scale=1, elem_id="add-ids-button")
                             upload_report = gr.HTML(elem_id="upload-report")
                     with gr.Column(scale=2):
                         sources = gr.HTML(
@@ -424,7 +459,11 @@ def build(assistant: Assistant, line: WaitingLine | None = None) -> gr.Blocks:
         upload.upload(
             handlers.add_papers, [upload, to_shared, source, search_source],
             [upload_report, status, source, search_source], api_name="add_papers", concurrency_limit=1,
+            concurrency_id="add",
         )
+        gr.on([add_ids.click, ids.submit], handlers.add_by_id, [ids, to_shared, source, search_source],
+              [upload_report, status, source, search_source], api_name="add_by_id", concurrency_limit=1,
+              concurrency_id="add")
 
         if viewer.accounts_on:
             demo.load(handlers.on_load, None, [status, source, search_source], api_name=False)

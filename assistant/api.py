@@ -29,6 +29,7 @@ from assistant.index.bm25 import Bm25Index
 from assistant.index.ingest import ingest as run_ingest
 from assistant.index.sentence_vectors import SentenceVectors
 from assistant.index.store import ChromaStore
+from assistant.remote.papers import Fetched, PaperFetcher
 from assistant.retrieval import HybridRetriever, SearchFilters
 from assistant.settings import Settings
 from assistant.types import SHARED, Answer, Finding, Hit, IngestProgress, IngestReport, Retrieved, private_library
@@ -208,6 +209,44 @@ class Assistant:
                 paths, self.store, self.embedder, self.settings, progress, on_progress, library=target, limit=limit
             )
             self.refresh_lexical(force=True)
+        return report
+
+    @cached_property
+    def fetcher(self) -> PaperFetcher:
+        """Looks papers up at OpenAlex, Crossref, arXiv and PubMed; their records are kept in
+        ``data_dir/fetched``."""
+        return self._shared.part("fetcher", lambda: PaperFetcher(self.settings, self.settings.data_dir / "fetched"))
+
+    def add(self, ids: Iterable[str] | str, library: Literal["private", "shared"] | None = None) -> IngestReport:
+        """Add papers by DOI, arXiv ID or PubMed ID (`remote.papers.parse` lists the forms), their
+        records fetched from OpenAlex (Crossref when it has no abstract), arXiv and PubMed.
+
+        Papers the library already holds are counted as duplicates and not fetched; an unknown
+        ID, a withdrawn paper or one without an abstract is rejected by name. A service that
+        cannot be reached raises `ServiceError` before anything is added. ``library`` as in `ingest`.
+        """
+        ids = [ids] if isinstance(ids, str) else list(ids)
+        return self._add_fetched(lambda known: self.fetcher.by_ids(ids, known), library)
+
+    def add_search(self, where: Literal["arxiv", "pubmed"], query: str, limit: int = 10,
+                   library: Literal["private", "shared"] | None = None) -> IngestReport:
+        """Add the first ``limit`` papers an arXiv or PubMed search for ``query`` finds, as `add` does."""
+        if not query.strip():
+            raise ValueError("the search is empty; say what to look for")
+        return self._add_fetched(lambda known: self.fetcher.search(where, query, limit, known), library)
+
+    def _add_fetched(self, fetch: Callable[[Callable[[list[str]], set[str]]], Fetched],
+                     library: Literal["private", "shared"] | None) -> IngestReport:
+        """Fetch (told which identity keys the target library or the shared one holds), then
+        ingest the fetched files; the fetch's duplicates and rejections join the report."""
+        target, _ = self._target(library)
+        seen = tuple(dict.fromkeys((target, SHARED)))
+        fetched = fetch(lambda keys: self.store.indexed_identity(keys, seen))
+        report = self.ingest(fetched.files, library=library) if fetched.files else IngestReport()
+        report.duplicates += fetched.known
+        report.by_identifier += fetched.known
+        for rejected in fetched.rejected:
+            report.reject(rejected)
         return report
 
     def _target(self, library: str | None) -> tuple[str, int | None]:

@@ -1,4 +1,4 @@
-"""The ``assistant`` command: ingest, stats, reset, search, ask, chat, eval, users.
+"""The ``assistant`` command: ingest, add, stats, reset, search, ask, chat, eval, users.
 
 ``--user NAME`` runs a command as that account sees the index (its private library and the
 shared one); without it, as the operator, who sees everything.
@@ -20,6 +20,7 @@ from assistant.answer.model_files import ModelFileError
 from assistant.answer.pipeline import Event
 from assistant.index.embedders import EmbeddingError
 from assistant.index.store import StoreError
+from assistant.remote.http import ServiceError
 from assistant.types import Retrieved, findings_lines
 
 
@@ -27,6 +28,17 @@ def _ingest(assistant: Assistant, args: argparse.Namespace) -> int:
     report = assistant.ingest(args.paths, progress=not args.quiet, library=args.library)
     print(report.summary())
     print(f"{'you now see' if assistant.settings.user else 'index now holds'} {sum(assistant.sources().values())} abstracts")
+    return 0
+
+
+def _add(assistant: Assistant, args: argparse.Namespace) -> int:
+    searches = [(where, query) for where, query in (("arxiv", args.arxiv), ("pubmed", args.pubmed)) if query]
+    if not args.ids and not searches:
+        raise ValueError("give identifiers (a DOI, an arXiv ID, a PubMed ID) or a search (--arxiv, --pubmed)")
+    reports = [assistant.add(args.ids, library=args.library)] if args.ids else []
+    reports += [assistant.add_search(where, query, args.max, library=args.library) for where, query in searches]
+    for report in reports:
+        print(report.summary())
     return 0
 
 
@@ -266,6 +278,19 @@ def build_parser() -> argparse.ArgumentParser:
     )
     ingest.set_defaults(run=_ingest)
 
+    add = commands.add_parser(
+        "add", parents=[as_user], help="add papers by DOI, arXiv ID or PubMed ID, or by an arXiv or PubMed search",
+        description="Fetches each paper's record (OpenAlex, Crossref, arXiv, PubMed E-utilities; no key needed) and "
+        "indexes it. Papers already held are not fetched again.",
+    )
+    add.add_argument("ids", nargs="*", metavar="ID",
+                     help="10.1038/nature14539, doi:…, a doi.org link, arXiv:1706.03762, an arxiv.org link, PMID:31452104")
+    add.add_argument("--arxiv", metavar="QUERY", help="add what an arXiv search for QUERY finds")
+    add.add_argument("--pubmed", metavar="QUERY", help="add what a PubMed search for QUERY finds")
+    add.add_argument("--max", type=int, default=10, help="papers a search adds at most (default 10)")
+    add.add_argument("--library", choices=("private", "shared"), help="as for ingest")
+    add.set_defaults(run=_add)
+
     stats = commands.add_parser("stats", parents=[as_user], help="what the index holds")
     stats.add_argument("--json", action="store_true")
     stats.set_defaults(run=_stats)
@@ -330,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.run(Assistant(**({"user": args.user} if args.user else {})), args)
     except (QuestionError, StoreError, EmbeddingError, GenerationError, ModelFileError,
-            ValidationError, ValueError) as error:
+            ServiceError, ValidationError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 

@@ -16,6 +16,7 @@ import html
 import re
 from pathlib import Path
 
+from assistant.remote.papers import parse as parse_identifier
 from assistant.types import Abstract, Answer, Citation, Finding, Hit, IngestReport, by_paper
 
 _MARKER = re.compile(r"\[(\d+)\]")
@@ -328,9 +329,16 @@ def sources_html(answer: Answer | None) -> str:
     return "\n".join(parts)
 
 
-def ingest_html(report: IngestReport, files: list[str]) -> str:
-    """What an upload did: added, duplicates, and every rejected record with why."""
-    names = ", ".join(html.escape(Path(f).name) for f in files)
+def _place(source: str) -> str:
+    """What was added or rejected, as the user named it: a paper by its identifier, a file by
+    its name (never the server's folder)."""
+    return source if parse_identifier(source) else Path(source).name
+
+
+def ingest_html(report: IngestReport, given: list[str]) -> str:
+    """What an upload or an add by identifier did: added, duplicates, and every rejected record
+    with why. ``given``: the uploaded files or the identifiers asked for."""
+    names = ", ".join(html.escape(_place(g)) for g in given)
     lines = [
         f"<p><strong>{names}</strong>: added {report.added} abstracts, skipped {report.duplicates} "
         f"already indexed"
@@ -340,7 +348,7 @@ def ingest_html(report: IngestReport, files: list[str]) -> str:
     if report.rejected:
         shown = report.rejected[: MAX_REJECTED_SHOWN]
         items = "".join(
-            f"<li>{html.escape(Path(r.source).name)}{f' line {r.line}' if r.line is not None else ''}: "
+            f"<li>{html.escape(_place(r.source))}{f' line {r.line}' if r.line is not None else ''}: "
             f"{html.escape(r.reason)}</li>"
             for r in shown
         )

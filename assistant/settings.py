@@ -284,6 +284,20 @@ class Settings(BaseSettings):
         "out a timeout of its own.",
     )
 
+    # Papers from the web (`assistant add`), Zotero and MCP
+    contact_email: str | None = Field(
+        default=None,
+        description="Your address, sent to OpenAlex, Crossref, arXiv and PubMed with each request (their polite "
+        "pools ask for one, so they can write before they block).",
+    )
+    openalex_url: str = Field(default="https://api.openalex.org", description="OpenAlex API (DOIs).")
+    crossref_url: str = Field(default="https://api.crossref.org", description="Crossref API (DOIs OpenAlex lacks).")
+    arxiv_url: str = Field(default="https://export.arxiv.org/api", description="arXiv API (arXiv IDs and searches).")
+    eutils_url: str = Field(
+        default="https://eutils.ncbi.nlm.nih.gov/entrez/eutils", description="PubMed E-utilities (PMIDs and searches)."
+    )
+    remote_timeout: float = Field(default=20.0, gt=0, description="Seconds to wait for one answer from a web service.")
+
     # App
     app_host: str = Field(
         default="127.0.0.1", description="Address the chat app listens on (localhost only by default)."

@@ -25,6 +25,7 @@ import assistant  # noqa: F401 - sets HF_HUB_OFFLINE before gradio_client is imp
 
 from browser import CHROMIUM, CHROMIUM_FLAGS, Watched, start_app, stop
 from conftest import ChromaServer, free_port, wait_until_up
+from scholarly_server import ScholarlyServer, arxiv_entry, openalex_work
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -545,6 +546,30 @@ def test_browser_upload_is_searchable_at_once_and_nothing_in_it_executes(
     ARTIFACTS.mkdir(exist_ok=True)
     page.screenshot(path=str(ARTIFACTS / "upload-xss.png"), full_page=True)
     assert watched.outside == []
+
+
+def test_browser_papers_are_added_by_identifier_and_what_cannot_be_had_is_named(browser: Any, tmp_path: Path) -> None:
+    with ScholarlyServer() as server:
+        server.arxiv["2401.00001"] = arxiv_entry(
+            "2401.00001", "Sparse Lattice Attention", "We introduce Sparse Lattice Attention, which restricts each "
+            "token to a lattice of neighbours and makes attention linear in the sequence length.", ["Chen Wei"], 2024)
+        server.openalex["10.1234/oa.1"] = openalex_work(
+            "10.1234/oa.1", "Reef fish recover after heatwaves", "Reef fish populations recover within six years "
+            "of a marine heatwave where fishing is restricted, across 40 sites.", ["Ana Lima"], 2021)
+        process, url = start_app(tmp_path / "index", tmp_path / "app.log", auto_ingest="false", **server.settings())
+        try:
+            watched = Watched(browser, url)
+            page = watched.page
+            page.get_by_text("Add papers").click()
+            page.locator("#add-ids textarea").fill("arXiv:2401.00001, https://doi.org/10.1234/OA.1\n10.1234/missing")
+            page.locator("#add-ids-button").click()
+            report = page.locator("#upload-report")
+            report.get_by_text("added 2 abstracts").wait_for(timeout=60_000)
+            assert "doi:10.1234/missing: no such DOI" in report.inner_text()
+            assert "2 abstracts indexed" in page.locator("#status").inner_text()
+            assert watched.outside == []
+        finally:
+            stop(process)
 
 
 @pytest.mark.slow

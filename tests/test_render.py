@@ -130,6 +130,10 @@ def test_ingest_report_lists_what_was_rejected() -> None:
     assert "/tmp/up" not in html
     by_identifier = ingest_html(IngestReport(added=1, duplicates=3, by_identifier=2), ["/tmp/up/zotero.ris"])
     assert "skipped 3 already indexed (2 by DOI, PMID or arXiv id), rejected 0" in by_identifier
+    fetched = ingest_html(IngestReport(rejected=[Rejected("doi:10.1234/missing", None, "no such DOI")]),
+                          ["10.1234/missing", "arXiv:hep-th/9901001"])
+    assert "<strong>10.1234/missing, arXiv:hep-th/9901001</strong>" in fetched
+    assert "<li>doi:10.1234/missing: no such DOI</li>" in fetched
 
 
 def test_statements_left_out_are_listed_under_the_answer() -> None:
