@@ -2,7 +2,8 @@
 
 Users live in ``users.json`` in the data directory (readable by its owner only): each name
 with an Argon2id hash of its password (argon2-cffi, its recommended parameters: salted, slow
-to brute-force) and whether it is an admin. The file is written aside and renamed into place
+to brute-force), whether it is an admin, and the SHA-256 of its API token if it has one (the
+MCP server's login: a random 256-bit token needs no slow hash). The file is written aside and renamed into place
 under a lock, so a crash never leaves half of it. With no users the product is single-user,
 as before: no login, one library. Wrong passwords are counted per name and per client address
 in ``login_failures.json`` beside it, written the same way (`LoginGuard`), so a restart
@@ -11,9 +12,12 @@ forgets none.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import json
 import os
 import re
+import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -135,6 +139,26 @@ class Accounts:
                 raise AccountError(f"there is no user {name!r}")
             self._file.write(records)
 
+    def new_token(self, name: str) -> str:
+        """A new API token for this account, replacing (revoking) its previous one; only its
+        hash is kept, so it is shown once."""
+        token = f"aa_{secrets.token_urlsafe(32)}"
+        with self._file.lock:
+            records = self._file.read()
+            if name not in records:
+                raise AccountError(f"there is no user {name!r}")
+            records[name]["token"] = _token_hash(token)
+            self._file.write(records)
+        return token
+
+    def user_by_token(self, token: str) -> User | None:
+        """The account whose API token this is, if any."""
+        wanted = _token_hash(token)
+        for name, record in self._file.read().items():
+            if isinstance(record.get("token"), str) and hmac.compare_digest(record["token"], wanted):
+                return User(name, bool(record.get("admin")))
+        return None
+
     def verify(self, name: str, password: str) -> bool:
         """Whether this name and password log in (as slow for an unknown name as for a known one)."""
         record = self._file.read().get(name)
@@ -183,6 +207,10 @@ class LoginGuard:
             self._file.write({key: entry for key, entry in failures.items()
                               if entry[1] > now or now - entry[2] < FORGET_AFTER_S})
         return verified
+
+
+def _token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
 
 
 def _checked(password: str) -> str:

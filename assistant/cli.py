@@ -1,4 +1,4 @@
-"""The ``assistant`` command: ingest, add, stats, reset, search, ask, chat, eval, users.
+"""The ``assistant`` command: ingest, add, mcp, stats, reset, search, ask, chat, eval, users.
 
 ``--user NAME`` runs a command as that account sees the index (its private library and the
 shared one); without it, as the operator, who sees everything.
@@ -42,6 +42,13 @@ def _add(assistant: Assistant, args: argparse.Namespace) -> int:
     return 0
 
 
+def _mcp(assistant: Assistant, args: argparse.Namespace) -> int:
+    from assistant import mcp_server  # the MCP SDK loads only for this command
+
+    mcp_server.serve(assistant, args.http, args.host)
+    return 0
+
+
 def _password(args: argparse.Namespace) -> str:
     """A new password: the first line of stdin when it is piped, else typed twice."""
     if not sys.stdin.isatty():
@@ -63,6 +70,9 @@ def _users(assistant: Assistant, args: argparse.Namespace) -> int:
     if args.action == "add":
         accounts.add(args.name, _password(args), admin=args.admin)
         print(f"added {'admin ' if args.admin else ''}{args.name}; the app now asks everyone to log in")
+    elif args.action == "token":
+        print(accounts.new_token(args.name))
+        print(f"the MCP server's token for {args.name}, shown once (a new one replaces it)", file=sys.stderr)
     elif args.action == "passwd":
         accounts.set_password(args.name, _password(args))
         print(f"changed the password of {args.name}")
@@ -339,11 +349,20 @@ def build_parser() -> argparse.ArgumentParser:
     answers.add_argument("--json", action="store_true")
     answers.set_defaults(run=_eval_answers)
 
+    mcp = commands.add_parser(
+        "mcp", parents=[as_user], help="serve the library to agents over MCP (stdio, or HTTP with --http)",
+        description="Tools: search, ask, add, libraries. Over HTTP with accounts, each user calls with their own "
+        "token (assistant users token NAME) and sees their private library and the shared one.",
+    )
+    mcp.add_argument("--http", type=int, metavar="PORT", help="serve streamable HTTP on this port (endpoint /mcp)")
+    mcp.add_argument("--host", default="127.0.0.1", help="address to listen on with --http (default 127.0.0.1)")
+    mcp.set_defaults(run=_mcp)
+
     users = commands.add_parser(
         "users", help="accounts: once one exists, the app asks everyone to log in, and each user has a private library"
     )
-    users.add_argument("action", choices=("add", "list", "remove", "passwd"))
-    users.add_argument("name", nargs="?", help="the user (add, remove, passwd)")
+    users.add_argument("action", choices=("add", "list", "remove", "passwd", "token"))
+    users.add_argument("name", nargs="?", help="the user (add, remove, passwd, token: a new MCP token)")
     users.add_argument("--admin", action="store_true", help="add: may add papers to the shared library")
     users.set_defaults(run=_users)
     return parser

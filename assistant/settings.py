@@ -297,6 +297,10 @@ class Settings(BaseSettings):
         default="https://eutils.ncbi.nlm.nih.gov/entrez/eutils", description="PubMed E-utilities (PMIDs and searches)."
     )
     remote_timeout: float = Field(default=20.0, gt=0, description="Seconds to wait for one answer from a web service.")
+    mcp_max_result_chars: int = Field(
+        default=20_000, ge=2_000, description="Longest result (JSON characters) one MCP tool call returns; longer "
+        "ones are shortened and marked truncated.",
+    )
 
     # App
     app_host: str = Field(

@@ -113,3 +113,17 @@ def test_a_names_lock_outlives_a_restart_and_old_counts_are_forgotten(tmp_path: 
     now[0] += 2 * 24 * 3600
     LoginGuard(accounts, clock=lambda: now[0])("carol", "a guess")
     assert set(json.loads((tmp_path / "login_failures.json").read_text())) == {"name:carol"}
+
+
+def test_an_api_token_names_its_user_until_a_new_one_replaces_it(tmp_path: Path) -> None:
+    accounts = Accounts(tmp_path)
+    accounts.add("ann", "a long password")
+    accounts.add("bob", "a long password", admin=True)
+    first = accounts.new_token("ann")
+    assert accounts.user_by_token(first) == User("ann") and accounts.user_by_token(accounts.new_token("bob")) == User("bob", True)
+    assert first not in accounts.path.read_text()  # only its hash is kept
+    second = accounts.new_token("ann")
+    assert accounts.user_by_token(first) is None and accounts.user_by_token(second) == User("ann")
+    assert accounts.user_by_token("aa_guess") is None
+    with pytest.raises(AccountError, match="no user 'cat'"):
+        accounts.new_token("cat")
