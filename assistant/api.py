@@ -30,9 +30,21 @@ from assistant.index.ingest import ingest as run_ingest
 from assistant.index.sentence_vectors import SentenceVectors
 from assistant.index.store import ChromaStore
 from assistant.remote.papers import Fetched, PaperFetcher
+from assistant.remote.zotero import ZoteroLibrary
 from assistant.retrieval import HybridRetriever, SearchFilters
 from assistant.settings import Settings
-from assistant.types import SHARED, Answer, Finding, Hit, IngestProgress, IngestReport, Retrieved, private_library
+from assistant.types import (
+    SHARED,
+    Answer,
+    Finding,
+    Hit,
+    IngestProgress,
+    IngestReport,
+    Retrieved,
+    SyncReport,
+    private_library,
+    stored_key,
+)
 
 MAX_QUESTION_CHARS = 4000
 
@@ -234,6 +246,23 @@ class Assistant:
         if not query.strip():
             raise ValueError("the search is empty; say what to look for")
         return self._add_fetched(lambda known: self.fetcher.search(where, query, limit, known), library)
+
+    def zotero_sync(self) -> SyncReport:
+        """Bring the index in step with the configured Zotero library (``zotero_*`` settings):
+        new and changed items are fetched and indexed, deleted and trashed ones taken out. A
+        group library goes to the shared library; a user's to this view's private one (the
+        shared one for the operator). A `ServiceError` when Zotero cannot be reached."""
+        library = ZoteroLibrary(self.settings, self.settings.data_dir / "zotero")
+        target: Literal["private", "shared"] = "private" if library.kind == "user" and self.settings.user else "shared"
+        name, _ = self._target(target)
+        changes = library.changes()
+        with self._writing():
+            removed = self.store.delete_abstracts([stored_key(i, name) for i in changes.stale])
+            if removed and not changes.files:  # else the ingest brings the lexical index in step
+                self.refresh_lexical(force=True)
+        report = self.ingest(changes.files, library=target) if changes.files else IngestReport()
+        library.save(changes)
+        return SyncReport(report, changes.fetched, removed, changes.without_abstract)
 
     def _add_fetched(self, fetch: Callable[[Callable[[list[str]], set[str]]], Fetched],
                      library: Literal["private", "shared"] | None) -> IngestReport:

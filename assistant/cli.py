@@ -1,4 +1,4 @@
-"""The ``assistant`` command: ingest, add, mcp, stats, reset, search, ask, chat, eval, users.
+"""The ``assistant`` command: ingest, add, zotero, mcp, stats, reset, search, ask, chat, eval, users.
 
 ``--user NAME`` runs a command as that account sees the index (its private library and the
 shared one); without it, as the operator, who sees everything.
@@ -39,6 +39,11 @@ def _add(assistant: Assistant, args: argparse.Namespace) -> int:
     reports += [assistant.add_search(where, query, args.max, library=args.library) for where, query in searches]
     for report in reports:
         print(report.summary())
+    return 0
+
+
+def _zotero(assistant: Assistant, args: argparse.Namespace) -> int:
+    print(assistant.zotero_sync().summary())
     return 0
 
 
@@ -348,6 +353,13 @@ def build_parser() -> argparse.ArgumentParser:
     answers.add_argument("--limit", type=int, help="only the first N questions")
     answers.add_argument("--json", action="store_true")
     answers.set_defaults(run=_eval_answers)
+
+    zotero_ = commands.add_parser(
+        "zotero", parents=[as_user], help="sync a Zotero library (ASSISTANT_ZOTERO_* settings): only what changed",
+        description="A group library goes to the shared library; a user's library to --user's private one.",
+    )
+    zotero_.add_argument("action", choices=("sync",))
+    zotero_.set_defaults(run=_zotero)
 
     mcp = commands.add_parser(
         "mcp", parents=[as_user], help="serve the library to agents over MCP (stdio, or HTTP with --http)",

@@ -297,6 +297,18 @@ class Settings(BaseSettings):
         default="https://eutils.ncbi.nlm.nih.gov/entrez/eutils", description="PubMed E-utilities (PMIDs and searches)."
     )
     remote_timeout: float = Field(default=20.0, gt=0, description="Seconds to wait for one answer from a web service.")
+    zotero_library_id: str | None = Field(
+        default=None, description="The Zotero library to sync: your user ID (zotero.org/settings/keys) or a group's ID."
+    )
+    zotero_library_type: Literal["user", "group"] = Field(
+        default="user", description="A user's library (synced into their private library) or a group's (the shared one)."
+    )
+    zotero_api_key: SecretStr | None = Field(default=None, description="A zotero.org API key (private web libraries).")
+    zotero_local: bool = Field(
+        default=False, description="Sync from the Zotero 7 desktop app's local API instead of zotero.org."
+    )
+    zotero_url: str | None = Field(default=None, description="Another Zotero API address (default: zotero.org's, or "
+                                   "the desktop's with zotero_local).")
     mcp_max_result_chars: int = Field(
         default=20_000, ge=2_000, description="Longest result (JSON characters) one MCP tool call returns; longer "
         "ones are shortened and marked truncated.",

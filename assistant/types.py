@@ -10,6 +10,11 @@ from assistant import identifiers, references
 SHARED = "shared"  # the library everyone sees; each user's own is `private_library(name)`
 
 
+def stored_key(abstract_id: str, library: str) -> str:
+    """The key the index keeps an abstract of this id and library under (`Abstract.key`)."""
+    return abstract_id if library == SHARED else f"{abstract_id}@{library}"
+
+
 def private_library(user: str) -> str:
     """The name of a user's private library."""
     return f"user:{user}"
@@ -47,7 +52,7 @@ class Abstract:
         """Where the index keeps it: its id in the shared library, its id and library in a
         private one, so that two users can each hold the same paper without either's ingest
         touching, or learning of, the other's copy."""
-        return self.id if self.library == SHARED else f"{self.id}@{self.library}"
+        return stored_key(self.id, self.library)
 
     @property
     def identity(self) -> tuple[str, ...]:
@@ -215,6 +220,27 @@ class IngestReport:
         if self.more_rejected:
             lines.append(f"  … and {self.more_rejected} more rejected records (only the first {len(self.rejected)} "
                          "are listed)")
+        return "\n".join(lines)
+
+
+@dataclass
+class SyncReport:
+    """What a Zotero sync did: the ingest of new and changed items, how many items it fetched,
+    how many abstracts left the index (changed or gone items), and the items without an
+    abstract (title, identifier or None), which `Assistant.add` may fetch by identifier."""
+
+    ingest: IngestReport
+    fetched: int = 0
+    removed: int = 0
+    without_abstract: list[tuple[str, str | None]] = field(default_factory=list)
+
+    def summary(self) -> str:
+        lines = [f"fetched {self.fetched} changed items; took out {self.removed} changed or removed ones", self.ingest.summary()]
+        if self.without_abstract:
+            ids = [i for _, i in self.without_abstract if i]
+            lines.append(f"{len(self.without_abstract)} items have no abstract: "
+                         + "; ".join(title[:60] for title, _ in self.without_abstract[:10])
+                         + (f". Fetch those with an identifier: assistant add {' '.join(ids)}" if ids else ""))
         return "\n".join(lines)
 
 

@@ -1,8 +1,10 @@
-"""A local stand-in for OpenAlex, Crossref, arXiv and PubMed E-utilities, answering in each
-service's documented format: OpenAlex works (JSON, the abstract as an inverted index),
-Crossref ``{"status": "ok", "message": …}`` with a JATS abstract, arXiv's Atom feed (an empty
-feed for an unknown ID, an ``Error`` entry for a malformed one) and efetch's PubmedArticleSet
-and esearch's JSON. Queued failures (`fail`) answer before the records do: 429 with
+"""A local stand-in for OpenAlex, Crossref, arXiv, PubMed E-utilities and the Zotero Web API,
+answering in each service's documented format: OpenAlex works (JSON, the abstract as an
+inverted index), Crossref ``{"status": "ok", "message": …}`` with a JATS abstract, arXiv's
+Atom feed (an empty feed for an unknown ID, an ``Error`` entry for a malformed one), efetch's
+PubmedArticleSet and esearch's JSON, and Zotero's ``/users/ID/items`` (items as JSON with
+``Last-Modified-Version``, ``format=versions``, ``itemKey=``; trashed items left out; a private
+library's key checked). Queued failures (`fail`) answer before the records do: 429 with
 ``Retry-After``, 5xx, a malformed body.
 
     with ScholarlyServer() as server:
@@ -126,6 +128,10 @@ class ScholarlyServer:
         self.arxiv_searches: dict[str, list[str]] = {}  # search_query -> arXiv IDs
         self.pubmed: dict[str, str] = {}  # PMID -> PubmedArticle
         self.pubmed_searches: dict[str, list[str]] = {}  # term -> PMIDs
+        self.zotero: dict[str, dict] = {}  # item key -> data (with "version"; "deleted": 1 when trashed)
+        self.zotero_library = ("users", "4242")
+        self.zotero_key: str | None = None  # the API key a request must send, if any
+        self.zotero_deleted_at = 0  # the library's version when an item was last deleted for good
         self.failures: dict[str, list[Reply]] = defaultdict(list)
         self.requests: list[Request] = []
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -134,7 +140,9 @@ class ScholarlyServer:
     def settings(self) -> dict[str, str]:
         """The settings that point the assistant at this server."""
         return {"openalex_url": f"{self.base_url}/openalex", "crossref_url": f"{self.base_url}/crossref",
-                "arxiv_url": f"{self.base_url}/arxiv", "eutils_url": f"{self.base_url}/eutils"}
+                "arxiv_url": f"{self.base_url}/arxiv", "eutils_url": f"{self.base_url}/eutils",
+                "zotero_url": f"{self.base_url}/zotero", "zotero_library_id": self.zotero_library[1],
+                "zotero_library_type": self.zotero_library[0][:-1]}
 
     def fail(self, service: str, *replies: Reply) -> None:
         """Answer the next requests to ``service`` with these replies, in order."""
@@ -173,7 +181,24 @@ class ScholarlyServer:
         if service == "eutils" and path == "efetch.fcgi":
             ids = one.get("id", "").split(",")
             return Reply(200, pubmed_set([self.pubmed[i] for i in ids if i in self.pubmed]))
+        if service == "zotero":
+            return self._zotero(path, one)
         return Reply(404, "not found")
+
+    def _zotero(self, path: str, one: dict[str, str]) -> Reply:
+        kind, library = self.zotero_library
+        if path != f"{kind}/{library}/items":
+            return Reply(404, "Not found")
+        version = max([self.zotero_deleted_at, *(d["version"] for d in self.zotero.values())])
+        headers = {"Content-Type": "application/json", "Last-Modified-Version": str(version), "Zotero-API-Version": "3"}
+        listed = {k: d for k, d in self.zotero.items() if not d.get("deleted") and
+                  d["version"] > int(one.get("since", -1))}
+        if one.get("format") == "versions":
+            return Reply(200, json.dumps({k: d["version"] for k, d in listed.items()}), headers)
+        keys = one["itemKey"].split(",") if "itemKey" in one else list(listed)[: int(one.get("limit", 25))]
+        items = [{"key": k, "version": self.zotero[k]["version"], "library": {"type": kind[:-1], "id": int(library)},
+                  "meta": {}, "data": {"key": k, **self.zotero[k]}} for k in keys if k in self.zotero]
+        return Reply(200, json.dumps(items), {**headers, "Total-Results": str(len(listed))})
 
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         server = self
@@ -184,7 +209,11 @@ class ScholarlyServer:
                 service, _, path = unquote(parts.path).lstrip("/").partition("/")
                 query = parse_qs(parts.query)
                 server.requests.append(Request(service, path, query, dict(self.headers), time.monotonic()))
-                reply = server._answer(service, path, query)
+                sent = {self.headers.get("Zotero-API-Key"), self.headers.get("Authorization")}  # the API takes either
+                if service == "zotero" and server.zotero_key and not {server.zotero_key, f"Bearer {server.zotero_key}"} & sent:
+                    reply = Reply(403, "Forbidden")
+                else:
+                    reply = server._answer(service, path, query)
                 body = reply.body.encode()
                 self.send_response(reply.status)
                 for name, value in reply.headers.items():

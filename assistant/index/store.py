@@ -593,6 +593,22 @@ class ChromaStore:
         return len(keys)
 
     @_explained
+    def delete_abstracts(self, keys: list[str]) -> int:
+        """Delete these abstracts (by key) and their chunks; return how many the index held.
+        They are marked pending first, so that a delete cut short is finished by `recover`."""
+        held = [k for start in range(0, len(keys), _PAGE)
+                for k in self.abstracts.get(ids=keys[start : start + _PAGE], include=[])["ids"]]
+        for start in range(0, len(held), _PAGE):
+            part = held[start : start + _PAGE]
+            self.abstracts.update(ids=part, metadatas=[self._pending()] * len(part))
+            self.chunks.delete(where={"document_id": {"$in": part}})
+            self.identities.delete(where={"abstract": {"$in": part}})
+            self.abstracts.delete(ids=part)
+        if held:
+            self._renew_generation()
+        return len(held)
+
+    @_explained
     def read_abstracts(self, ids: list[str] | None = None) -> Iterator[Abstract]:
         """Indexed abstracts (all, or these ids), read a page at a time; pending ones are
         left out. A million abstracts take 3.7 GB: the lexical index is built from this
