@@ -310,6 +310,21 @@ class Handlers:
             return f"<p>⚠ The papers could not be added: {html.escape(str(error))}</p>", gr.skip(), gr.skip(), gr.skip()
         return self._added(view, render.ingest_html(report, ids), current, current_search)
 
+    def sync_zotero(self, current: str, current_search: str, request: gr.Request = None) -> tuple[Any, ...]:
+        """Sync the server's Zotero library (its ``zotero_*`` settings) as the operator: admins
+        only when accounts are on, since the library is the server's, not the user's."""
+        try:
+            view = self.viewer(request)
+            if view.settings.user and not view.accounts.require(view.settings.user).admin:
+                raise AccountError("only admins sync the server's Zotero library")
+            report = self.viewer.assistant.zotero_sync()
+        except (ServiceError, StoreError, EmbeddingError, ValueError) as error:  # they say what to do
+            return f"<p>⚠ {html.escape(str(error))}</p>", gr.skip(), gr.skip(), gr.skip()
+        except Exception as error:  # the UI's boundary: a message, never a traceback
+            log.exception("zotero sync failed")
+            return f"<p>⚠ The Zotero sync failed: {html.escape(str(error))}</p>", gr.skip(), gr.skip(), gr.skip()
+        return self._added(view, render.sync_html(report), current, current_search)
+
     def _take_upload(self, view: Assistant, request: gr.Request | None) -> None:
         """Count one upload against its user's hourly allowance; a `ValueError` saying when to
         come back once it is spent."""
@@ -407,6 +422,8 @@ def build(assistant: Assistant, line: WaitingLine | None = None) -> gr.Blocks:
                                     placeholder="10.1038/nature14539  arXiv:1706.03762  PMID:31452104",
                                 )
                                 add_ids = gr.Button("Add", scale=1, elem_id="add-ids-button")
+                            zotero = gr.Button("Sync Zotero library", elem_id="zotero-sync",
+                                               visible=bool(s.zotero_library_id or s.zotero_local))
                             upload_report = gr.HTML(elem_id="upload-report")
                     with gr.Column(scale=2):
                         sources = gr.HTML(
@@ -464,6 +481,8 @@ def build(assistant: Assistant, line: WaitingLine | None = None) -> gr.Blocks:
         gr.on([add_ids.click, ids.submit], handlers.add_by_id, [ids, to_shared, source, search_source],
               [upload_report, status, source, search_source], api_name="add_by_id", concurrency_limit=1,
               concurrency_id="add")
+        zotero.click(handlers.sync_zotero, [source, search_source], [upload_report, status, source, search_source],
+                     api_name="sync_zotero", concurrency_limit=1, concurrency_id="add")
 
         if viewer.accounts_on:
             demo.load(handlers.on_load, None, [status, source, search_source], api_name=False)

@@ -17,7 +17,7 @@ import re
 from pathlib import Path
 
 from assistant.remote.papers import parse as parse_identifier
-from assistant.types import Abstract, Answer, Citation, Finding, Hit, IngestReport, by_paper
+from assistant.types import Abstract, Answer, Citation, Finding, Hit, IngestReport, SyncReport, by_paper
 
 _MARKER = re.compile(r"\[(\d+)\]")
 MAX_REJECTED_SHOWN = 20
@@ -357,3 +357,15 @@ def ingest_html(report: IngestReport, given: list[str]) -> str:
             items += f"<li>… and {more} more</li>"
         lines.append(f'<p class="rejected">Rejected:</p><ul class="rejected">{items}</ul>')
     return "".join(lines)
+
+
+def sync_html(report: SyncReport) -> str:
+    """What a Zotero sync did: items fetched and taken out, the ingest, the items without an abstract."""
+    head = (f"<p><strong>Zotero</strong>: fetched {report.fetched} changed items, took out {report.removed}; "
+            f"added {report.ingest.added} abstracts, rejected {report.ingest.rejected_count}.</p>")
+    if not report.without_abstract:
+        return head
+    ids = [i for _, i in report.without_abstract if i]
+    return head + (f"<p>{len(report.without_abstract)} items have no abstract"
+                   + (f"; add those with an identifier by ID: <code>{html.escape(' '.join(ids))}</code>" if ids else "")
+                   + ".</p>")

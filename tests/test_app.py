@@ -277,6 +277,32 @@ def test_ctrl_c_while_the_app_computes_sentence_vectors_ends_it_cleanly(sample_i
     assert "terminate called" not in log.read_text()
 
 
+def test_the_zotero_button_syncs_the_servers_library_for_admins_only(tmp_path: Path) -> None:
+    from gradio_client import Client
+
+    from assistant.accounts import Accounts
+
+    with ScholarlyServer() as server:
+        for n in range(3):
+            server.zotero[f"KEY{n:05d}"] = {
+                "version": 5, "itemType": "journalArticle", "title": f"Seagrass study {n}", "creators": [],
+                "abstractNote": f"Seagrass meadows at site {n} store twice as much carbon per hectare as forests do."}
+        accounts = Accounts(tmp_path / "index")
+        accounts.add("ann", "a long password")
+        accounts.add("root", "a long password", admin=True)
+        process, url = start_app(tmp_path / "index", tmp_path / "app.log", auto_ingest="false", **server.settings())
+        try:
+            sources = ("All sources", "All sources")
+            refused, *_ = Client(url, auth=("ann", "a long password"), verbose=False).predict(
+                *sources, api_name="/sync_zotero")
+            assert "only admins sync the server&#x27;s Zotero library" in refused
+            report, status, *_ = Client(url, auth=("root", "a long password"), verbose=False).predict(
+                *sources, api_name="/sync_zotero")
+            assert "fetched 3 changed items, took out 0; added 3 abstracts" in report, report
+        finally:
+            stop(process)
+
+
 def test_login_is_required_when_configured(tmp_path: Path) -> None:
     from gradio_client import Client
     from gradio_client.exceptions import AuthenticationError

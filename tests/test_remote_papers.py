@@ -170,6 +170,8 @@ def test_a_search_adds_the_papers_it_finds(assistant: Assistant, server: Scholar
     server.arxiv_searches["all:lattice AND all:attention"] = ["2401.00001"]
     assert assistant.add_search("arxiv", "lattice attention", limit=5).added == 1
     assert assistant.add_search("arxiv", "lattice attention", limit=5).duplicates == 1
+    first, second = server.asked("arxiv")
+    assert second.at - first.at >= 2.9  # arXiv asks for one request every three seconds
 
 
 def test_the_cli_adds_by_identifier(server: ScholarlyServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
