@@ -277,6 +277,7 @@ def test_ctrl_c_while_the_app_computes_sentence_vectors_ends_it_cleanly(sample_i
     assert "terminate called" not in log.read_text()
 
 
+@pytest.mark.slow
 def test_the_zotero_button_syncs_the_servers_library_for_admins_only(tmp_path: Path) -> None:
     from gradio_client import Client
 
@@ -574,6 +575,7 @@ def test_browser_upload_is_searchable_at_once_and_nothing_in_it_executes(
     assert watched.outside == []
 
 
+@pytest.mark.slow
 def test_browser_papers_are_added_by_identifier_and_what_cannot_be_had_is_named(browser: Any, tmp_path: Path) -> None:
     with ScholarlyServer() as server:
         server.arxiv["2401.00001"] = arxiv_entry(

@@ -140,6 +140,7 @@ def test_a_malformed_record_is_rejected_by_name(assistant: Assistant, server: Sc
 
 def test_a_service_down_says_so_in_one_line_and_adds_nothing(assistant: Assistant, server: ScholarlyServer) -> None:
     server.fail("arxiv", *[Reply(503, "Service Unavailable", {"Retry-After": "0"})] * 4)
+    assistant.fetcher.client.sleep = lambda seconds: None  # arXiv's pace is tested elsewhere
     with pytest.raises(ServiceError, match=r"^arXiv answered HTTP 503 4 times: it is busy or down. Try again later$"):
         assistant.add(["10.1234/oa.1", "2401.00001"])
     assert assistant.sources() == {}  # the DOI fetched before the failure was not indexed either
