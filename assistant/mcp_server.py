@@ -21,6 +21,7 @@ from pydantic import BaseModel
 from assistant.api import Assistant, check_question
 from assistant.types import SHARED, Abstract, Answer, Hit, IngestReport, private_library
 
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
 INSTRUCTIONS = ("A library of scientific paper abstracts. `ask` answers a question from them with numbered "
                 "citations whose supporting sentences are quoted and checked; when the abstracts do not answer, "
                 "it abstains and says so. `search` lists the abstracts that match a question.")
@@ -191,7 +192,12 @@ def build(assistant: Assistant, url: str | None = None) -> MCPServer:
 
 
 def serve(assistant: Assistant, port: int | None = None, host: str = "127.0.0.1") -> None:
-    """Serve over stdio, or over streamable HTTP on ``host:port`` (the endpoint is ``/mcp``)."""
+    """Serve over stdio, or over streamable HTTP on ``host:port`` (the endpoint is ``/mcp``).
+    HTTP beyond this machine needs accounts, so that every caller has a token."""
+    if port is not None and host not in LOOPBACK and not assistant.accounts.enabled():
+        raise ValueError(f"serving {host}:{port} without accounts would let anyone who reaches it read and add "
+                         "papers: add an account first (assistant users add NAME; then assistant users token NAME), "
+                         "or serve on 127.0.0.1")
     if port is None:
         build(assistant).run("stdio")
     else:

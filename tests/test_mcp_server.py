@@ -21,7 +21,7 @@ from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
 from assistant import Assistant
-from assistant.mcp_server import ask_result, search_result
+from assistant.mcp_server import ask_result, search_result, serve
 from assistant.types import Abstract, Answer, Citation, Hit
 from conftest import free_port, wait_until_up
 from scholarly_server import ScholarlyServer, arxiv_entry
@@ -83,6 +83,11 @@ def test_results_are_capped_and_say_so() -> None:
     shortened = ask_result(answer, cap=4000)
     assert shortened.truncated and len(shortened.model_dump_json()) <= 4000
     assert not ask_result(Answer(text="Short [1].", citations=[Citation(1, abstract, ("word",))]), 4000).truncated
+
+
+def test_http_beyond_this_machine_needs_accounts(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="add an account first"):
+        serve(Assistant(data_dir=tmp_path, auto_ingest=False), port=free_port(), host="0.0.0.0")
 
 
 def test_over_stdio_an_agent_lists_the_tools_and_gets_a_cited_quoted_answer(library: dict[str, str]) -> None:

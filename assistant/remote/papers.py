@@ -147,11 +147,12 @@ class PaperFetcher:
                 wanted.setdefault(parsed, given)
         held = known([f"{kind}:{value}" for kind, value in wanted])
         result.known = sum(f"{kind}:{value}" in held for kind, value in wanted)
-        todo = [(kind, value) for kind, value in wanted if f"{kind}:{value}" not in held]
-        for kind, value in todo:
+        missing = []
+        for kind, value in (pair for pair in wanted if f"{pair[0]}:{pair[1]}" not in held):
             if (path := self._path(kind, value)).exists():
-                result.files.append(path)
-        missing = [(kind, value) for kind, value in todo if not self._path(kind, value).exists()]
+                result.files.append(path)  # fetched before: no request
+            else:
+                missing.append((kind, value))
         for kind in ("doi", "arxiv", "pmid"):
             values = [v for k, v in missing if k == kind]
             if values:
@@ -228,7 +229,7 @@ class PaperFetcher:
             raise ServiceError(f"arXiv answered with something other than a feed ({feed.strip()[:80]!r}); "
                                "try again later") from None
         records = [arxiv_record(e) for e in entries]
-        if (errors := [e for e, r in zip(entries, records) if _text(e.find(f"{ATOM}title")) == "Error"]):
+        if (errors := [e for e in entries if _text(e.find(f"{ATOM}title")) == "Error"]):
             for arxiv in asked or []:
                 result.rejected.append(Rejected(f"arXiv:{arxiv}", None, f"arXiv says: {_text(errors[0].find(f'{ATOM}summary'))}"))
             return

@@ -97,8 +97,10 @@ class ZoteroLibrary:
             raise ServiceError(f"cannot reach Zotero at {self.client.endpoint}: is Zotero running (for the local API) "
                                "or this machine online? Or set ASSISTANT_ZOTERO_URL") from None
         except PyZoteroError as error:
+            fix = ("turn on Zotero's local API (Settings, Advanced: allow other applications on this computer to "
+                   "communicate with Zotero)" if self.client.local else "check the library ID and API key")
             raise ServiceError(f"Zotero refused the sync of {self.name} ({type(error).__name__}: "
-                               f"{' '.join(str(error).split())[:160]}); check the library ID and API key") from None
+                               f"{' '.join(str(error).split())[:160]}); {fix}") from None
 
     def changes(self) -> Changes:
         """What changed since the last sync, with the changed items' records written."""
