@@ -27,6 +27,7 @@ from defusedxml.ElementTree import parse as parse_xml
 
 from assistant import identifiers
 from assistant.corpus import openalex, pubmed_xml
+from assistant.corpus.records import MIN_ABSTRACT_CHARS
 from assistant.remote.http import NotFound, PoliteClient, Service, ServiceError
 from assistant.settings import Settings
 from assistant.types import Rejected
@@ -153,10 +154,9 @@ class PaperFetcher:
                 result.files.append(path)  # fetched before: no request
             else:
                 missing.append((kind, value))
-        for kind in ("doi", "arxiv", "pmid"):
-            values = [v for k, v in missing if k == kind]
-            if values:
-                getattr(self, f"_{kind}")(values, result)
+        for kind, fetch in (("doi", self._doi), ("arxiv", self._arxiv), ("pmid", self._pmid)):
+            if values := [v for k, v in missing if k == kind]:
+                fetch(values, result)
         return result
 
     def search(self, where: Literal["arxiv", "pubmed"], query: str, limit: int,
@@ -204,7 +204,7 @@ class PaperFetcher:
                 work = json.loads(self._get("crossref", f"works/{doi}"))["message"]
                 record = crossref_record(work)
                 title = title or record["title"]
-                if len(record["abstract"]) >= 40:
+                if len(record["abstract"]) >= MIN_ABSTRACT_CHARS:
                     result.files.append(self._keep("doi", doi, json.dumps(record)))
                     continue
             except NotFound:
