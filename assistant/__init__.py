@@ -18,6 +18,7 @@ from typing import Any  # noqa: E402
 from assistant.accounts import AccountError  # noqa: E402
 from assistant.answer.generators import GenerationError  # noqa: E402
 from assistant.api import Assistant, Chat, QuestionError  # noqa: E402
+from assistant.remote.http import ServiceError  # noqa: E402
 from assistant.retrieval import SearchFilters  # noqa: E402
 from assistant.settings import Settings  # noqa: E402
 from assistant.types import (  # noqa: E402
@@ -32,6 +33,7 @@ from assistant.types import (  # noqa: E402
     Rejected,
     Retrieved,
     Study,
+    SyncReport,
 )
 
 _default: Assistant | None = None
@@ -77,8 +79,10 @@ __all__ = [
     "Rejected",
     "Retrieved",
     "SearchFilters",
+    "ServiceError",
     "Settings",
     "Study",
+    "SyncReport",
     "ask",
     "ask_stream",
     "default_assistant",
