@@ -14,7 +14,7 @@ from assistant.answer.citations import (
     quote_sources,
     split_claims,
 )
-from assistant.answer.context import Source, build, read
+from assistant.answer.context import PromptSource, build, read
 from assistant.answer.questions import analyse
 from assistant.index import embedders
 from assistant.settings import Settings
@@ -45,7 +45,7 @@ def _embedder(minilm: embedders.Embedder, monkeypatch: pytest.MonkeyPatch) -> No
 EMBEDDER: embedders.Embedder
 
 
-def _sources(*texts: str) -> list[Source]:
+def _sources(*texts: str) -> list[PromptSource]:
     hits = [Hit(abstract=Abstract(id=f"a{i}", text=t, title=f"T{i}", source="s", titled=False), score=1.0, rank=i)
             for i, t in enumerate(texts, start=1)]
     return build(read(analyse(""), hits, EMBEDDER), 10_000, "abstracts")[0]
@@ -56,7 +56,7 @@ def support(claim: str, text: str) -> float:
     return citations.support(claim, EMBEDDER.embed([claim])[0], _sources(text)[0]).score
 
 
-def attribute(answer: str, sources: list[Source], question: str = "", **options: object) -> citations.Attribution:
+def attribute(answer: str, sources: list[PromptSource], question: str = "", **options: object) -> citations.Attribution:
     return citations.attribute(answer, sources, EMBEDDER.embed, analyse(question) if question else None, **options)
 
 

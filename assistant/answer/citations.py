@@ -51,7 +51,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from assistant.answer.context import Source
+from assistant.answer.context import PromptSource
 from assistant.answer.questions import Question, states_proposition
 from assistant.answer.refusals import is_refusal
 from assistant.corpus.display import sentences
@@ -180,12 +180,12 @@ class Evidence:
     missing: tuple[str, ...] = ()
 
 
-class Reading:
+class SourceText:
     """What `support` needs of one source, read when a claim first needs it and then kept
     for the answer's other claims: what the whole abstract states (`Statement`), and each
     sentence's content words and numbers."""
 
-    def __init__(self, source: Source) -> None:
+    def __init__(self, source: PromptSource) -> None:
         abstract = source.hit.abstract
         self.statement = Statement(f"{abstract.title}. {abstract.text}" if abstract.titled else abstract.text)
         self._sentences = source.sentences
@@ -199,11 +199,11 @@ class Reading:
         return tuple(quantities(s, words=True) for s in self._sentences)
 
 
-def support(claim: str, claim_vector: np.ndarray, source: Source, reading: Reading | None = None) -> Evidence:
-    """How well ``source`` states ``claim`` (see the module docstring, step 4). ``reading``:
-    the source's `Reading`, when several claims are checked against it."""
-    reading = reading or Reading(source)
-    missing = tuple(reading.statement.unstated_numbers(claim) + reading.statement.unstated_names(claim))
+def support(claim: str, claim_vector: np.ndarray, source: PromptSource, text: SourceText | None = None) -> Evidence:
+    """How well ``source`` states ``claim`` (see the module docstring, step 4). ``text``:
+    the source's `SourceText`, when several claims are checked against it."""
+    text = text or SourceText(source)
+    missing = tuple(text.statement.unstated_numbers(claim) + text.statement.unstated_names(claim))
     if missing or not source.sentences:
         return Evidence(0.0, (), missing)
     words = content_words(claim, with_numbers=False) - FRAMING
@@ -214,9 +214,9 @@ def support(claim: str, claim_vector: np.ndarray, source: Source, reading: Readi
         for last in range(first, min(first + 2, len(source.sentences))):
             vector = source.vectors[first : last + 1].sum(axis=0)
             cosine = float(vector @ claim_vector) / (float(np.linalg.norm(vector)) or 1.0)
-            found = len(words & frozenset().union(*reading.words[first : last + 1]))
+            found = len(words & frozenset().union(*text.words[first : last + 1]))
             if stated_numbers:
-                in_unit = frozenset().union(*reading.numbers[first : last + 1])
+                in_unit = frozenset().union(*text.numbers[first : last + 1])
                 found += sum(quantity_stated(q, in_unit) for q in stated_numbers)
             lexical = found / size if size else 0.0
             score = COSINE_WEIGHT * cosine + (1.0 - COSINE_WEIGHT) * lexical
@@ -281,7 +281,7 @@ class Attribution:
 
 def attribute(
     answer: str,
-    sources: list[Source],
+    sources: list[PromptSource],
     embed: Embed,
     question: Question | None = None,
     citable: set[int] | None = None,
@@ -315,9 +315,9 @@ def attribute(
         else:
             checked.append(claim)
     vectors = embed([_claim_core(c.text) or c.text for c in checked]) if checked else []
-    readings = {n: Reading(s) for n, s in by_number.items()}
+    texts = {n: SourceText(s) for n, s in by_number.items()}
     for claim, vector in zip(checked, vectors, strict=True):
-        claim.evidence = {n: support(_claim_core(claim.text), vector, s, readings[n]) for n, s in by_number.items()}
+        claim.evidence = {n: support(_claim_core(claim.text), vector, s, texts[n]) for n, s in by_number.items()}
         backed = {n: e.score for n, e in claim.evidence.items() if e.score >= SUPPORT_THRESHOLD}
         allowed = {n: v for n, v in backed.items() if n in citable or (strong_exempt and v >= STRONG_SUPPORT)}
         if allowed:
@@ -428,7 +428,7 @@ def echoed_citations(answer: str, question: Question) -> list[int]:
     return list(dict.fromkeys(n for c in claims for n in c.cited))
 
 
-def quote_sources(numbers: list[int], sources: list[Source], question: Question) -> str:
+def quote_sources(numbers: list[int], sources: list[PromptSource], question: Question) -> str:
     """An answer quoting, for each of these sources, its excerpt's sentence closest to
     the question (sharing most of its words; stating specifics breaks near-ties), cited:
     what a bare-citation answer points at, spelled out."""

@@ -63,7 +63,7 @@ _INSTRUCTION = re.compile(  # sentences addressed to the model, not findings: le
 
 
 @dataclass(frozen=True, eq=False)
-class Source:
+class PromptSource:
     """A numbered source as shown to the model: the hit, the excerpt the model reads, and
     every sentence of the abstract with its unit-length embedding (one row each)."""
 
@@ -136,7 +136,7 @@ def build(
     budget_tokens: int,
     style: Literal["sentences", "abstracts"] = "sentences",
     first: Mapping[str, list[str]] | None = None,
-) -> tuple[list[Source], np.ndarray]:
+) -> tuple[list[PromptSource], np.ndarray]:
     """Number the hits `read` and pick their excerpts (in ``style``) so that all of them fit
     ``budget_tokens``; also return the question's embedding. ``first`` names, per abstract id,
     the sentences its excerpt holds after its best one (its findings) in the sentences style,
@@ -156,7 +156,7 @@ def build(
     for hit_index in sorted(picked):
         excerpt = " ".join(per_hit[hit_index][s] for s in sorted(picked[hit_index]))
         r = reading.hits[hit_index]
-        sources.append(Source(len(sources) + 1, r.hit, trim_to_tokens(excerpt, budget_tokens), r.sentences, r.vectors))
+        sources.append(PromptSource(len(sources) + 1, r.hit, trim_to_tokens(excerpt, budget_tokens), r.sentences, r.vectors))
     return sources, reading.question_vector
 
 
@@ -217,7 +217,7 @@ def _best_sentences(
 def closest_evidence(
     question: Question,
     question_vector: np.ndarray,
-    sources: list[Source],
+    sources: list[PromptSource],
     min_relevance: float,
     per_source: int = 2,
     most: int = 3,
@@ -237,6 +237,6 @@ def closest_evidence(
     return offered
 
 
-def render(sources: list[Source]) -> str:
+def render(sources: list[PromptSource]) -> str:
     """The sources block of the prompt."""
     return "\n\n".join(source.render() for source in sources)

@@ -261,7 +261,7 @@ def _as_written(terms: Mapping[str, Any], question: str) -> str:
     return ", ".join(m.group(0) if m else term for m, term in zip(found, terms, strict=True))
 
 
-def _prompt(question: questions.Question, sources: list[context.Source], verdicts: bool) -> str:
+def _prompt(question: questions.Question, sources: list[context.PromptSource], verdicts: bool) -> str:
     """The answer prompt: a yes/no question asks for the finding that decides it (with a
     verdict word only from a model whose verdicts are kept), any other for the answer."""
     if not question.yes_no:
