@@ -157,6 +157,18 @@ class Viewer:
         return self.assistant.shared_only() if self.accounts_on else self.assistant
 
 
+def _not_added(error: Exception, failed: str) -> tuple[Any, ...]:
+    """What the add-papers section shows when an upload, an add by ID or a Zotero sync fails:
+    an error that says what to do as it is; any other after ``failed``, logged with its
+    traceback (call it inside the ``except``). Status and source lists stay as they are."""
+    if isinstance(error, (ServiceError, StoreError, EmbeddingError, ValueError)):
+        message = html.escape(str(error))
+    else:
+        log.exception(failed)
+        message = f"{failed}: {html.escape(str(error))}"
+    return f"<p>⚠ {message}</p>", gr.skip(), gr.skip(), gr.skip()
+
+
 def _discard(files: list[str]) -> None:
     """Delete uploaded files once read: no copy of a user's papers outlives their indexing."""
     for name in files:
@@ -282,12 +294,8 @@ class Handlers:
                 files, on_progress=lambda done: progress(done.fraction, desc=f"Indexing: {done.line()}"),
                 library="shared" if shared else None,
             )
-        except (StoreError, EmbeddingError, ValueError) as error:  # they say what to do
-            return f"<p>⚠ {html.escape(str(error))}</p>", gr.skip(), gr.skip(), gr.skip()
-        except Exception as error:  # the UI's boundary: a message, never a traceback
-            log.exception("ingest failed")
-            message = f"<p>⚠ The upload could not be indexed: {html.escape(str(error))}</p>"
-            return message, gr.skip(), gr.skip(), gr.skip()
+        except Exception as error:  # noqa: BLE001 - the UI's boundary: a message, never a traceback
+            return _not_added(error, "The upload could not be indexed")
         finally:
             _discard(files)
         return self._added(view, render.ingest_html(report, files), current, current_search)
@@ -303,11 +311,8 @@ class Handlers:
             view = self.viewer(request)
             self._take_upload(view, request)
             report = view.add(ids, library="shared" if shared else None)
-        except (ServiceError, StoreError, EmbeddingError, ValueError) as error:  # they say what to do
-            return f"<p>⚠ {html.escape(str(error))}</p>", gr.skip(), gr.skip(), gr.skip()
-        except Exception as error:  # the UI's boundary: a message, never a traceback
-            log.exception("add by identifier failed")
-            return f"<p>⚠ The papers could not be added: {html.escape(str(error))}</p>", gr.skip(), gr.skip(), gr.skip()
+        except Exception as error:  # noqa: BLE001 - the UI's boundary: a message, never a traceback
+            return _not_added(error, "The papers could not be added")
         return self._added(view, render.ingest_html(report, ids), current, current_search)
 
     def sync_zotero(self, current: str, current_search: str, request: gr.Request = None) -> tuple[Any, ...]:
@@ -318,11 +323,8 @@ class Handlers:
             if view.settings.user and not view.accounts.require(view.settings.user).admin:
                 raise AccountError("only admins sync the server's Zotero library")
             report = self.viewer.assistant.zotero_sync()
-        except (ServiceError, StoreError, EmbeddingError, ValueError) as error:  # they say what to do
-            return f"<p>⚠ {html.escape(str(error))}</p>", gr.skip(), gr.skip(), gr.skip()
-        except Exception as error:  # the UI's boundary: a message, never a traceback
-            log.exception("zotero sync failed")
-            return f"<p>⚠ The Zotero sync failed: {html.escape(str(error))}</p>", gr.skip(), gr.skip(), gr.skip()
+        except Exception as error:  # noqa: BLE001 - the UI's boundary: a message, never a traceback
+            return _not_added(error, "The Zotero sync failed")
         return self._added(view, render.sync_html(report), current, current_search)
 
     def _take_upload(self, view: Assistant, request: gr.Request | None) -> None:

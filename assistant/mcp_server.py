@@ -185,7 +185,7 @@ def build(assistant: Assistant, url: str | None = None) -> MCPServer:
         user = current.settings.user
         names = [SHARED] + ([private_library(user)] if user else [])
         return LibrariesResult(user=user, libraries=[
-            Library(name="private" if name != SHARED else SHARED, abstracts=current.store.library_count(name))
+            Library(name=SHARED if name == SHARED else "private", abstracts=current.store.library_count(name))
             for name in names])
 
     return server

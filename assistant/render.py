@@ -365,7 +365,7 @@ def sync_html(report: SyncReport) -> str:
             f"added {report.ingest.added} abstracts, rejected {report.ingest.rejected_count}.</p>")
     if not report.without_abstract:
         return head
-    ids = [i for _, i in report.without_abstract if i]
+    ids = " ".join(report.addable)
     return head + (f"<p>{len(report.without_abstract)} items have no abstract"
-                   + (f"; add those with an identifier by ID: <code>{html.escape(' '.join(ids))}</code>" if ids else "")
+                   + (f"; add those with an identifier by ID: <code>{html.escape(ids)}</code>" if ids else "")
                    + ".</p>")

@@ -234,13 +234,17 @@ class SyncReport:
     removed: int = 0
     without_abstract: list[tuple[str, str | None]] = field(default_factory=list)
 
+    @property
+    def addable(self) -> list[str]:
+        """The identifiers of the items without an abstract, for `Assistant.add`."""
+        return [i for _, i in self.without_abstract if i]
+
     def summary(self) -> str:
         lines = [f"fetched {self.fetched} changed items; took out {self.removed} changed or removed ones", self.ingest.summary()]
         if self.without_abstract:
-            ids = [i for _, i in self.without_abstract if i]
             lines.append(f"{len(self.without_abstract)} items have no abstract: "
                          + "; ".join(title[:60] for title, _ in self.without_abstract[:10])
-                         + (f". Fetch those with an identifier: assistant add {' '.join(ids)}" if ids else ""))
+                         + (f". Fetch those with an identifier: assistant add {' '.join(self.addable)}" if self.addable else ""))
         return "\n".join(lines)
 
 

@@ -595,17 +595,14 @@ class ChromaStore:
     @_explained
     def delete_abstracts(self, keys: list[str]) -> int:
         """Delete these abstracts (by key) and their chunks; return how many the index held.
-        They are marked pending first, so that a delete cut short is finished by `recover`."""
+        They are marked pending, then removed by `recover`, as a killed ingest's are: a delete
+        cut short is finished by the next one."""
         held = [k for start in range(0, len(keys), _PAGE)
                 for k in self.abstracts.get(ids=keys[start : start + _PAGE], include=[])["ids"]]
         for start in range(0, len(held), _PAGE):
             part = held[start : start + _PAGE]
             self.abstracts.update(ids=part, metadatas=[self._pending()] * len(part))
-            self.chunks.delete(where={"document_id": {"$in": part}})
-            self.identities.delete(where={"abstract": {"$in": part}})
-            self.abstracts.delete(ids=part)
-        if held:
-            self._renew_generation()
+        self.recover()
         return len(held)
 
     @_explained

@@ -72,10 +72,11 @@ class PoliteClient:
         self.client = httpx.Client(headers={"User-Agent": user_agent}, timeout=timeout, follow_redirects=True)
         self.retries, self.max_wait, self.sleep = retries, max_wait, sleep
         self._last: dict[str, float] = {}
-        self._lock = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
 
     def _pace(self, service: Service) -> None:
-        with self._lock:
+        """Wait out the service's interval since its last request; other services do not wait."""
+        with self._locks.setdefault(service.name, threading.Lock()):
             wait = self._last.get(service.name, -1e9) + service.min_interval - time.monotonic()
             if wait > 0:
                 self.sleep(wait)

@@ -100,6 +100,15 @@ def crossref_record(work: dict[str, Any]) -> dict[str, Any]:
             "doi": work.get("DOI"), "publication_type": (work.get("type") or "").replace("-", " ") or None}
 
 
+def _root(text: str, service: str) -> Element:
+    """The root of an XML answer; a `ServiceError` when it is not XML (arXiv's "Rate exceeded.")."""
+    try:
+        return parse_xml(io.StringIO(text)).getroot()
+    except ParseError:
+        raise ServiceError(f"{service} answered with something other than XML ({text.strip()[:80]!r}); "
+                           "try again later") from None
+
+
 def _text(element: Element | None) -> str:
     return " ".join("".join(element.itertext()).split()) if element is not None else ""
 
@@ -223,11 +232,7 @@ class PaperFetcher:
     def _read_feed(self, feed: str, asked: list[str] | None, result: Fetched,
                    known: Callable[[list[str]], set[str]] | None) -> None:
         """Keep the entries of an arXiv feed; reject what was ``asked`` for and is not in it."""
-        try:
-            entries = list(parse_xml(io.StringIO(feed)).getroot().iterfind(f"{ATOM}entry"))
-        except ParseError:
-            raise ServiceError(f"arXiv answered with something other than a feed ({feed.strip()[:80]!r}); "
-                               "try again later") from None
+        entries = list(_root(feed, "arXiv").iterfind(f"{ATOM}entry"))
         records = [arxiv_record(e) for e in entries]
         if (errors := [e for e in entries if _text(e.find(f"{ATOM}title")) == "Error"]):
             for arxiv in asked or []:
@@ -254,12 +259,8 @@ class PaperFetcher:
             batch = pmids[start:start + EFETCH_BATCH]
             answer = self._get("eutils", "efetch.fcgi", {"db": "pubmed", "id": ",".join(batch), "retmode": "xml",
                                                          **self._ncbi()})
-            try:
-                root = parse_xml(io.StringIO(answer)).getroot()
-            except ParseError:
-                raise ServiceError("PubMed answered with XML that cannot be read; try again later") from None
             found = set()
-            for article in (a for a in root if a.tag in ("PubmedArticle", "PubmedBookArticle")):
+            for article in (a for a in _root(answer, "PubMed") if a.tag in ("PubmedArticle", "PubmedBookArticle")):
                 record = pubmed_xml.fields(article)
                 pmid = record["pmid"]
                 found.add(pmid)

@@ -35,7 +35,8 @@ _EXTRA_ID = re.compile(r"^(PMID|arXiv):\s*(\S+)", re.IGNORECASE | re.MULTILINE)
 class Changes:
     """One sync's work: the library's new version, the records of new and changed items with an
     abstract, the ids of records to take out first (changed or gone items), the items without
-    an abstract (title, identifier or None), and how many items were fetched."""
+    an abstract (title, identifier or None), how many items were fetched, and the state to
+    save once the index holds it (each item's version and whether it had an abstract)."""
 
     version: int
     files: list[Path] = field(default_factory=list)
