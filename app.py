@@ -37,6 +37,7 @@ import re
 import threading
 import time
 from collections.abc import Generator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,18 @@ from gradio.utils import get_upload_folder
 from starlette.middleware import Middleware
 from starlette.responses import PlainTextResponse
 
-from assistant import Answer, Assistant, Chat, GenerationError, Hit, QuestionError, Retrieved, default_assistant, render
+from assistant import (
+    Answer,
+    Assistant,
+    Chat,
+    GenerationError,
+    Hit,
+    QuestionError,
+    Retrieved,
+    Settings,
+    default_assistant,
+    render,
+)
 from assistant.accounts import AccountError, LoginGuard
 from assistant.allocator import give_back_freed_memory
 from assistant.corpus import COMPRESSED_SUFFIXES, SUFFIXES
@@ -377,6 +389,57 @@ class Handlers:
         return gr.Dataset(samples=[[q] for q in shown], visible=bool(shown))
 
 
+@dataclass
+class _AddSection:
+    """The "Add papers" section's controls, and where what they did is reported."""
+
+    to_shared: gr.Checkbox
+    upload: gr.File
+    ids: gr.Textbox
+    add_ids: gr.Button
+    zotero: gr.Button
+    report: gr.HTML
+
+
+def _add_section(s: Settings, accounts_on: bool) -> _AddSection:
+    """The "Add papers" accordion: files, identifiers, and the server's Zotero library (its button
+    shown only when one is configured)."""
+    with gr.Accordion("Add papers", open=False):
+        to_shared = gr.Checkbox(
+            False, label="Add to the shared library (everyone sees it"
+            + ("; admins only)" if s.shared_uploads == "admins" else ")"),
+            visible=accounts_on, elem_id="to-shared",
+        )
+        upload = gr.File(
+            label="Upload abstracts (" + ", ".join(SUFFIXES) + "; or gzipped, zipped)"
+            + (": they go to your private library" if accounts_on else ""),
+            file_types=[*SUFFIXES, *COMPRESSED_SUFFIXES],
+            file_count="multiple",
+            elem_id="upload",
+        )
+        with gr.Row():
+            ids = gr.Textbox(
+                label="Or add by DOI, arXiv ID or PubMed ID", scale=4, elem_id="add-ids",
+                placeholder="10.1038/nature14539  arXiv:1706.03762  PMID:31452104",
+            )
+            add_ids = gr.Button("Add", scale=1, elem_id="add-ids-button")
+        zotero = gr.Button("Sync Zotero library", elem_id="zotero-sync", visible=bool(s.zotero_library_id or s.zotero_local))
+        report = gr.HTML(elem_id="upload-report")
+    return _AddSection(to_shared, upload, ids, add_ids, zotero, report)
+
+
+def _wire_add_section(section: _AddSection, handlers: Handlers, status: Any, source: Any, search_source: Any) -> None:
+    """Each way of adding papers reports in the section and renews the status and both source
+    lists; they take turns, one at a time (one concurrency group)."""
+    outputs = [section.report, status, source, search_source]
+    one_at_a_time: dict[str, Any] = {"concurrency_limit": 1, "concurrency_id": "add"}
+    section.upload.upload(handlers.add_papers, [section.upload, section.to_shared, source, search_source], outputs,
+                          api_name="add_papers", **one_at_a_time)
+    gr.on([section.add_ids.click, section.ids.submit], handlers.add_by_id,
+          [section.ids, section.to_shared, source, search_source], outputs, api_name="add_by_id", **one_at_a_time)
+    section.zotero.click(handlers.sync_zotero, [source, search_source], outputs, api_name="sync_zotero", **one_at_a_time)
+
+
 def build(assistant: Assistant, line: WaitingLine | None = None) -> gr.Blocks:
     """The app's layout and events; answers wait for the model in ``line`` (a new one by default)."""
     s = assistant.settings
@@ -405,28 +468,7 @@ def build(assistant: Assistant, line: WaitingLine | None = None) -> gr.Blocks:
                                 source, year_min, year_max = _filter_controls(choices, "chat")
                             gr.Textbox(f"{s.llm_model} ({s.llm_backend})", label="Model", interactive=False)
                             new_chat = gr.Button("New chat")
-                        with gr.Accordion("Add papers", open=False):
-                            to_shared = gr.Checkbox(
-                                False, label="Add to the shared library (everyone sees it"
-                                + ("; admins only)" if s.shared_uploads == "admins" else ")"),
-                                visible=viewer.accounts_on, elem_id="to-shared",
-                            )
-                            upload = gr.File(
-                                label="Upload abstracts (" + ", ".join(SUFFIXES) + "; or gzipped, zipped)"
-                                + (": they go to your private library" if viewer.accounts_on else ""),
-                                file_types=[*SUFFIXES, *COMPRESSED_SUFFIXES],
-                                file_count="multiple",
-                                elem_id="upload",
-                            )
-                            with gr.Row():
-                                ids = gr.Textbox(
-                                    label="Or add by DOI, arXiv ID or PubMed ID", scale=4, elem_id="add-ids",
-                                    placeholder="10.1038/nature14539  arXiv:1706.03762  PMID:31452104",
-                                )
-                                add_ids = gr.Button("Add", scale=1, elem_id="add-ids-button")
-                            zotero = gr.Button("Sync Zotero library", elem_id="zotero-sync",
-                                               visible=bool(s.zotero_library_id or s.zotero_local))
-                            upload_report = gr.HTML(elem_id="upload-report")
+                        adding = _add_section(s, viewer.accounts_on)
                     with gr.Column(scale=2):
                         sources = gr.HTML(
                             render.sources_html(None), label="Sources", show_label=True, container=True,
@@ -475,16 +517,7 @@ def build(assistant: Assistant, line: WaitingLine | None = None) -> gr.Blocks:
         new_chat.click(
             lambda: (None, [], render.sources_html(None)), None, [conversation, chatbot, sources], api_name=False
         )
-        upload.upload(
-            handlers.add_papers, [upload, to_shared, source, search_source],
-            [upload_report, status, source, search_source], api_name="add_papers", concurrency_limit=1,
-            concurrency_id="add",
-        )
-        gr.on([add_ids.click, ids.submit], handlers.add_by_id, [ids, to_shared, source, search_source],
-              [upload_report, status, source, search_source], api_name="add_by_id", concurrency_limit=1,
-              concurrency_id="add")
-        zotero.click(handlers.sync_zotero, [source, search_source], [upload_report, status, source, search_source],
-                     api_name="sync_zotero", concurrency_limit=1, concurrency_id="add")
+        _wire_add_section(adding, handlers, status, source, search_source)
 
         if viewer.accounts_on:
             demo.load(handlers.on_load, None, [status, source, search_source], api_name=False)

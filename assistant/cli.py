@@ -10,6 +10,7 @@ import argparse
 import getpass
 import json
 import sys
+from typing import Any
 from collections.abc import Iterator
 from dataclasses import asdict
 
@@ -281,7 +282,14 @@ def build_parser() -> argparse.ArgumentParser:
     as_user = argparse.ArgumentParser(add_help=False)  # --user after the command works too
     as_user.add_argument("--user", metavar="NAME", default=argparse.SUPPRESS, help=user_help)
     commands = parser.add_subparsers(dest="command", required=True)
+    _library_commands(commands, as_user)
+    _question_commands(commands, as_user)
+    _service_commands(commands, as_user)
+    return parser
 
+
+def _library_commands(commands: Any, as_user: argparse.ArgumentParser) -> None:
+    """What fills and empties the index: ingest, add, zotero, stats, reset."""
     ingest = commands.add_parser("ingest", parents=[as_user], help="index abstracts from files or folders")
     ingest.add_argument(
         "paths", nargs="+", help="files or folders: Daily Papers .txt, .jsonl/.json (records, CSL JSON, OpenAlex), "
@@ -306,6 +314,13 @@ def build_parser() -> argparse.ArgumentParser:
     add.add_argument("--library", choices=("private", "shared"), help="as for ingest")
     add.set_defaults(run=_add)
 
+    zotero_ = commands.add_parser(
+        "zotero", parents=[as_user], help="sync a Zotero library (ASSISTANT_ZOTERO_* settings): only what changed",
+        description="A group library goes to the shared library; a user's library to --user's private one.",
+    )
+    zotero_.add_argument("action", choices=("sync",))
+    zotero_.set_defaults(run=_zotero)
+
     stats = commands.add_parser("stats", parents=[as_user], help="what the index holds")
     stats.add_argument("--json", action="store_true")
     stats.set_defaults(run=_stats)
@@ -316,6 +331,9 @@ def build_parser() -> argparse.ArgumentParser:
     reset.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
     reset.set_defaults(run=_reset)
 
+
+def _question_commands(commands: Any, as_user: argparse.ArgumentParser) -> None:
+    """What asks the index: search, ask, chat, eval."""
     search = commands.add_parser("search", parents=[as_user], help="find the abstracts that match a question")
     search.add_argument("question")
     search.add_argument("-k", type=int, default=10, help="number of abstracts (default 10)")
@@ -354,13 +372,9 @@ def build_parser() -> argparse.ArgumentParser:
     answers.add_argument("--json", action="store_true")
     answers.set_defaults(run=_eval_answers)
 
-    zotero_ = commands.add_parser(
-        "zotero", parents=[as_user], help="sync a Zotero library (ASSISTANT_ZOTERO_* settings): only what changed",
-        description="A group library goes to the shared library; a user's library to --user's private one.",
-    )
-    zotero_.add_argument("action", choices=("sync",))
-    zotero_.set_defaults(run=_zotero)
 
+def _service_commands(commands: Any, as_user: argparse.ArgumentParser) -> None:
+    """Serving others: the MCP server and the accounts."""
     mcp = commands.add_parser(
         "mcp", parents=[as_user], help="serve the library to agents over MCP (stdio, or HTTP with --http)",
         description="Tools: search, ask, add, libraries. Over HTTP with accounts, each user calls with their own "
@@ -377,7 +391,6 @@ def build_parser() -> argparse.ArgumentParser:
     users.add_argument("name", nargs="?", help="the user (add, remove, passwd, token: a new MCP token)")
     users.add_argument("--admin", action="store_true", help="add: may add papers to the shared library")
     users.set_defaults(run=_users)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:
